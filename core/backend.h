@@ -1,0 +1,103 @@
+// The backend table: every kernel the model and optimizer run, on device pointers. Activations and
+// gradients are fp32; parameters are read in their working dtype (fp32, bf16 or fp16) through CView.
+// Shapes are row-major. Functions named *_backward accumulate (+=) into parameter gradients.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "core/dtype.h"
+
+namespace tz {
+
+// A read-only typed pointer whose dtype is known only at run time (parameters of either precision).
+struct CView {
+  const void* ptr = nullptr;
+  DType dtype = DType::f32;
+};
+
+inline CView cview(const float* p) { return {p, DType::f32}; }
+inline CView cview(const bf16* p) { return {p, DType::bf16}; }
+inline CView cview(const fp16* p) { return {p, DType::f16}; }
+inline CView offset(CView v, std::size_t elems) {
+  return {static_cast<const char*>(v.ptr) + elems * dtype_size(v.dtype), v.dtype};
+}
+
+enum class Trans { no, yes };
+enum class Accumulate { no, yes };
+
+// AdamW hyper-parameters for one step (PyTorch semantics: decoupled decay, bias correction).
+struct AdamStep {
+  float lr = 0;
+  float beta1 = 0.9f;
+  float beta2 = 0.999f;
+  float eps = 1e-8f;
+  float weight_decay = 0;
+  int step = 1;            // 1-based, for bias correction
+  float grad_scale = 1.0f;  // gradients are multiplied by this first (clipping, loss-scale removal)
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+
+  // C[M,N] (+)= op(A)[M,K] * op(B)[K,N], fp32 accumulation. A and B have the same dtype (f32 or
+  // bf16); op(X) = X^T when the Trans flag is yes (then X is stored [K,M] or [N,K]).
+  virtual void gemm(Trans ta, Trans tb, int M, int N, int K, CView A, CView B, float* C, Accumulate acc) = 0;
+
+  // out[r, c] += bias[c] for r < rows.
+  virtual void add_bias(float* out, CView bias, int rows, int cols) = 0;
+  // dbias[c] += sum_r dout[r, c].
+  virtual void bias_backward(float* dbias, const float* dout, int rows, int cols) = 0;
+
+  // out[n] = embedding wte[tokens[n % (B*T)]] + wpe[t] for each of B*T positions, C channels.
+  virtual void encoder_forward(float* out, const std::int32_t* tokens, CView wte, CView wpe, int B, int T, int C) = 0;
+  virtual void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
+                                int C) = 0;
+
+  // LayerNorm over C channels of N rows (eps 1e-5); saves mean and rstd for backward.
+  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, CView w, CView b, int N,
+                                 int C) = 0;
+  // dinp += ..., dw += ..., db += ...
+  virtual void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, CView w,
+                                  const float* mean, const float* rstd, int N, int C) = 0;
+
+  // GELU, tanh approximation. Backward writes dinp = dout * gelu'(inp) (no accumulation).
+  virtual void gelu_forward(float* out, const float* inp, std::size_t n) = 0;
+  virtual void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t n) = 0;
+
+  // Causal multi-head self-attention. qkv is [B,T,3C] (q, k, v blocks of C, NH heads of C/NH);
+  // out is [B,T,C]; att saves softmax probabilities [B,NH,T,T] for backward.
+  virtual void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) = 0;
+  // Writes dqkv (no accumulation); datt is [B,NH,T,T] scratch.
+  virtual void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv, const float* att,
+                                  int B, int T, int C, int NH) = 0;
+
+  // out = a + b.
+  virtual void add(float* out, const float* a, const float* b, std::size_t n) = 0;
+  // y += alpha * x.
+  virtual void axpy(float* y, float alpha, const float* x, std::size_t n) = 0;
+
+  // Softmax cross-entropy over the first V of Vp columns (Vp - V padded columns get no mass).
+  // Writes losses[N] and replaces logits with dlogits = (softmax - onehot(target)) * dloss.
+  virtual void softmax_xent(float* losses, float* logits, const std::int32_t* targets, int N, int V, int Vp,
+                            float dloss) = 0;
+
+  // Element conversions.
+  virtual void cast(void* dst, DType dst_type, const void* src, DType src_type, std::size_t n) = 0;
+  virtual void fill(float* x, float value, std::size_t n) = 0;
+  // Sum of squares in double (for the gradient norm).
+  virtual double sum_squares(const float* x, std::size_t n) = 0;
+  // True if any element is NaN or Inf.
+  virtual bool has_non_finite(const float* x, std::size_t n) = 0;
+
+  // AdamW over fp32 master params p with moments m, v and gradient g; also writes the updated
+  // params in the working dtype to `working` (skipped when working.ptr is null).
+  virtual void adamw(float* p, float* m, float* v, const float* g, std::size_t n, const AdamStep& s,
+                     void* working, DType working_type) = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend();
+
+}  // namespace tz

@@ -1,0 +1,310 @@
+// The cpu backend: oneDNN matmuls and OpenMP loops over the shared elementwise math. Every loop
+// that reduces across rows is split so each output has one writer, so results do not depend on
+// the thread count.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/cpu_attention.h"
+#include "core/elementwise.h"
+#include "core/error.h"
+#include "core/onednn_gemm.h"
+
+namespace tz {
+namespace {
+
+// Calls f with the view's pointer cast to its element type.
+template <typename F>
+void with_params(CView v, F&& f) {
+  switch (v.dtype) {
+    case DType::f32: f(static_cast<const float*>(v.ptr)); break;
+    case DType::bf16: f(static_cast<const bf16*>(v.ptr)); break;
+    case DType::f16: f(static_cast<const fp16*>(v.ptr)); break;
+    default: TZ_FAIL("parameters cannot be ", dtype_name(v.dtype));
+  }
+}
+
+template <typename D, typename S>
+void cast_loop(D* dst, const S* src, std::size_t n) {
+#pragma omp parallel for simd schedule(static)
+  for (std::size_t i = 0; i < n; ++i) dst[i] = from_float<D>(to_float(src[i]));
+}
+
+template <typename S>
+void cast_from(void* dst, DType dt, const S* src, std::size_t n) {
+  switch (dt) {
+    case DType::f32: cast_loop(static_cast<float*>(dst), src, n); break;
+    case DType::bf16: cast_loop(static_cast<bf16*>(dst), src, n); break;
+    case DType::f16: cast_loop(static_cast<fp16*>(dst), src, n); break;
+    default: TZ_FAIL("cannot cast to ", dtype_name(dt));
+  }
+}
+
+class CpuBackend final : public Backend {
+ public:
+  void gemm(Trans ta, Trans tb, int M, int N, int K, CView A, CView B, float* C, Accumulate acc) override {
+    gemm_.run(ta, tb, M, N, K, A, B, C, acc);
+  }
+
+  void add_bias(float* out, CView bias, int rows, int cols) override {
+    with_params(bias, [&](auto* b) {
+#pragma omp parallel for schedule(static)
+      for (int r = 0; r < rows; ++r) {
+        float* o = out + std::size_t(r) * cols;
+#pragma omp simd
+        for (int c = 0; c < cols; ++c) o[c] += to_float(b[c]);
+      }
+    });
+  }
+
+  void bias_backward(float* dbias, const float* dout, int rows, int cols) override {
+    constexpr int kBlock = 64;
+    int nblocks = (cols + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static)
+    for (int blk = 0; blk < nblocks; ++blk) {
+      int c0 = blk * kBlock, c1 = std::min(cols, c0 + kBlock);
+      float acc[kBlock] = {};
+      for (int r = 0; r < rows; ++r) {
+        const float* d = dout + std::size_t(r) * cols;
+        for (int c = c0; c < c1; ++c) acc[c - c0] += d[c];
+      }
+      for (int c = c0; c < c1; ++c) dbias[c] += acc[c - c0];
+    }
+  }
+
+  void encoder_forward(float* out, const std::int32_t* tokens, CView wte, CView wpe, int B, int T, int C) override {
+    TZ_CHECK(wte.dtype == wpe.dtype, "wte and wpe must share a dtype");
+    with_params(wte, [&](auto* te) {
+      using P = std::remove_cv_t<std::remove_pointer_t<decltype(te)>>;
+      const P* pe = static_cast<const P*>(wpe.ptr);
+#pragma omp parallel for schedule(static)
+      for (int n = 0; n < B * T; ++n) {
+        int t = n % T;
+        const P* a = te + std::size_t(tokens[n]) * C;
+        const P* p = pe + std::size_t(t) * C;
+        float* o = out + std::size_t(n) * C;
+#pragma omp simd
+        for (int c = 0; c < C; ++c) o[c] = to_float(a[c]) + to_float(p[c]);
+      }
+    });
+  }
+
+  void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
+                        int C) override {
+    // Parallel over channel blocks: each (row, channel) of dwte/dwpe has one writer, in row order.
+    constexpr int kBlock = 64;
+    int nblocks = (C + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static)
+    for (int blk = 0; blk < nblocks; ++blk) {
+      int c0 = blk * kBlock, c1 = std::min(C, c0 + kBlock);
+      for (int n = 0; n < B * T; ++n) {
+        int t = n % T;
+        const float* d = dout + std::size_t(n) * C;
+        float* te = dwte + std::size_t(tokens[n]) * C;
+        float* pe = dwpe + std::size_t(t) * C;
+        for (int c = c0; c < c1; ++c) {
+          te[c] += d[c];
+          pe[c] += d[c];
+        }
+      }
+    }
+  }
+
+  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, CView w, CView b, int N,
+                         int C) override {
+    TZ_CHECK(w.dtype == b.dtype, "layernorm weight and bias must share a dtype");
+    with_params(w, [&](auto* wp) {
+      using P = std::remove_cv_t<std::remove_pointer_t<decltype(wp)>>;
+      const P* bp = static_cast<const P*>(b.ptr);
+#pragma omp parallel for schedule(static)
+      for (int n = 0; n < N; ++n) {
+        const float* x = inp + std::size_t(n) * C;
+        float m = 0;
+#pragma omp simd reduction(+ : m)
+        for (int c = 0; c < C; ++c) m += x[c];
+        m /= float(C);
+        float var = 0;
+#pragma omp simd reduction(+ : var)
+        for (int c = 0; c < C; ++c) var += (x[c] - m) * (x[c] - m);
+        var /= float(C);
+        float s = 1.0f / std::sqrt(var + math::kLayerNormEps);
+        float* o = out + std::size_t(n) * C;
+#pragma omp simd
+        for (int c = 0; c < C; ++c) o[c] = (x[c] - m) * s * to_float(wp[c]) + to_float(bp[c]);
+        mean[n] = m;
+        rstd[n] = s;
+      }
+    });
+  }
+
+  void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, CView w,
+                          const float* mean, const float* rstd, int N, int C) override {
+    with_params(w, [&](auto* wp) {
+#pragma omp parallel for schedule(static)
+      for (int n = 0; n < N; ++n) {
+        const float* d = dout + std::size_t(n) * C;
+        const float* x = inp + std::size_t(n) * C;
+        float m = mean[n], s = rstd[n];
+        float dnorm_mean = 0, dnorm_norm_mean = 0;
+#pragma omp simd reduction(+ : dnorm_mean, dnorm_norm_mean)
+        for (int c = 0; c < C; ++c) {
+          float norm = (x[c] - m) * s;
+          float dnorm = to_float(wp[c]) * d[c];
+          dnorm_mean += dnorm;
+          dnorm_norm_mean += dnorm * norm;
+        }
+        dnorm_mean /= float(C);
+        dnorm_norm_mean /= float(C);
+        float* di = dinp + std::size_t(n) * C;
+#pragma omp simd
+        for (int c = 0; c < C; ++c) {
+          float norm = (x[c] - m) * s;
+          float dnorm = to_float(wp[c]) * d[c];
+          di[c] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+        }
+      }
+    });
+    constexpr int kBlock = 64;
+    int nblocks = (C + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static)
+    for (int blk = 0; blk < nblocks; ++blk) {
+      int c0 = blk * kBlock, c1 = std::min(C, c0 + kBlock);
+      float aw[kBlock] = {}, ab[kBlock] = {};
+      for (int n = 0; n < N; ++n) {
+        const float* d = dout + std::size_t(n) * C;
+        const float* x = inp + std::size_t(n) * C;
+        float m = mean[n], s = rstd[n];
+        for (int c = c0; c < c1; ++c) {
+          aw[c - c0] += (x[c] - m) * s * d[c];
+          ab[c - c0] += d[c];
+        }
+      }
+      for (int c = c0; c < c1; ++c) {
+        dw[c] += aw[c - c0];
+        db[c] += ab[c - c0];
+      }
+    }
+  }
+
+  void gelu_forward(float* out, const float* inp, std::size_t n) override {
+#pragma omp parallel for simd schedule(static)
+    for (std::size_t i = 0; i < n; ++i) out[i] = math::gelu(inp[i]);
+  }
+
+  void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t n) override {
+#pragma omp parallel for simd schedule(static)
+    for (std::size_t i = 0; i < n; ++i) dinp[i] = math::gelu_grad(inp[i]) * dout[i];
+  }
+
+  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) override {
+    cpu::attention_forward(out, att, qkv, B, T, C, NH);
+  }
+
+  void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv, const float* att, int B,
+                          int T, int C, int NH) override {
+    cpu::attention_backward(dqkv, datt, dout, qkv, att, B, T, C, NH);
+  }
+
+  void add(float* out, const float* a, const float* b, std::size_t n) override {
+#pragma omp parallel for simd schedule(static)
+    for (std::size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+  }
+
+  void axpy(float* y, float alpha, const float* x, std::size_t n) override {
+#pragma omp parallel for simd schedule(static)
+    for (std::size_t i = 0; i < n; ++i) y[i] += alpha * x[i];
+  }
+
+  void softmax_xent(float* losses, float* logits, const std::int32_t* targets, int N, int V, int Vp,
+                    float dloss) override {
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; ++n) {
+      float* row = logits + std::size_t(n) * Vp;
+      int tgt = targets[n];
+      const float target_logit = row[tgt];
+      float mx = -INFINITY;
+#pragma omp simd reduction(max : mx)
+      for (int v = 0; v < V; ++v) mx = std::max(mx, row[v]);
+      float sum = 0;
+#pragma omp simd reduction(+ : sum)
+      for (int v = 0; v < V; ++v) {
+        float e = std::exp(row[v] - mx);
+        row[v] = e;
+        sum += e;
+      }
+      float inv = 1.0f / sum;
+      // log-sum-exp, not -log(p): p = e^(x_t - max) underflows to 0 (loss Inf) once the target's
+      // logit is ~100 below the maximum, while the loss itself is an ordinary number.
+      losses[n] = (mx - target_logit) + std::log(sum);
+#pragma omp simd
+      for (int v = 0; v < V; ++v) row[v] = row[v] * inv * dloss;
+      row[tgt] -= dloss;
+      for (int v = V; v < Vp; ++v) row[v] = 0;
+    }
+  }
+
+  void cast(void* dst, DType dt, const void* src, DType st, std::size_t n) override {
+    switch (st) {
+      case DType::f32: cast_from(dst, dt, static_cast<const float*>(src), n); break;
+      case DType::bf16: cast_from(dst, dt, static_cast<const bf16*>(src), n); break;
+      case DType::f16: cast_from(dst, dt, static_cast<const fp16*>(src), n); break;
+      default: TZ_FAIL("cannot cast from ", dtype_name(st));
+    }
+  }
+
+  void fill(float* x, float value, std::size_t n) override {
+#pragma omp parallel for simd schedule(static)
+    for (std::size_t i = 0; i < n; ++i) x[i] = value;
+  }
+
+  double sum_squares(const float* x, std::size_t n) override {
+    double s = 0;
+#pragma omp parallel for simd reduction(+ : s) schedule(static)
+    for (std::size_t i = 0; i < n; ++i) s += double(x[i]) * double(x[i]);
+    return s;
+  }
+
+  bool has_non_finite(const float* x, std::size_t n) override {
+    int bad = 0;
+#pragma omp parallel for reduction(| : bad) schedule(static)
+    for (std::size_t i = 0; i < n; ++i) bad |= !std::isfinite(x[i]);
+    return bad != 0;
+  }
+
+  void adamw(float* p, float* m, float* v, const float* g, std::size_t n, const AdamStep& s, void* working,
+             DType wt) override {
+    math::AdamCoeffs c{s.lr, s.beta1, s.beta2, s.eps, s.weight_decay, s.grad_scale,
+                       float(double(s.lr) / (1.0 - std::pow(double(s.beta1), s.step))),
+                       float(std::sqrt(1.0 - std::pow(double(s.beta2), s.step)))};
+    auto run = [&](auto* out) {
+      using W = std::remove_pointer_t<decltype(out)>;
+#pragma omp parallel for simd schedule(static)
+      for (std::size_t i = 0; i < n; ++i) {
+        math::adamw_update(p[i], m[i], v[i], g[i], c);
+        if constexpr (!std::is_same_v<W, void>) out[i] = from_float<W>(p[i]);
+      }
+    };
+    if (!working) {
+      run(static_cast<void*>(nullptr));
+      return;
+    }
+    switch (wt) {
+      case DType::f32: run(static_cast<float*>(working)); break;
+      case DType::bf16: run(static_cast<bf16*>(working)); break;
+      case DType::f16: run(static_cast<fp16*>(working)); break;
+      default: TZ_FAIL("working params cannot be ", dtype_name(wt));
+    }
+  }
+
+ private:
+  OneDnnGemm gemm_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend() { return std::make_unique<CpuBackend>(); }
+
+}  // namespace tz

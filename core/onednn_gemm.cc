@@ -1,0 +1,77 @@
+// oneDNN 2.6 (v2 API: matmul::desc + primitive_desc(desc, attr, engine)) matmul with a primitive
+// cache keyed by shape, transposes, dtype and accumulation.
+#include "core/onednn_gemm.h"
+
+#include <dnnl.hpp>
+
+#include "core/error.h"
+
+static_assert(DNNL_VERSION_MAJOR == 2, "tierzero uses oneDNN's v2 C++ API (Debian 12's libdnnl-dev 2.6)");
+
+namespace tz {
+
+using dnnl::memory;
+
+struct OneDnnGemm::Impl {
+  using Key = std::tuple<int, int, int, int, int, int, int>;
+  dnnl::engine engine{dnnl::engine::kind::cpu, 0};
+  dnnl::stream stream{engine};
+  std::map<Key, dnnl::matmul> cache;
+  mutable std::mutex mu;
+};
+
+OneDnnGemm::OneDnnGemm() : impl_(std::make_unique<Impl>()) {}
+OneDnnGemm::~OneDnnGemm() = default;
+
+std::size_t OneDnnGemm::cached_primitives() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->cache.size();
+}
+
+static memory::data_type to_dnnl(DType t) {
+  switch (t) {
+    case DType::f32: return memory::data_type::f32;
+    case DType::bf16: return memory::data_type::bf16;
+    case DType::f16: return memory::data_type::f16;
+    default: TZ_FAIL("gemm does not take ", dtype_name(t), " inputs");
+  }
+}
+
+void OneDnnGemm::run(Trans ta, Trans tb, int M, int N, int K, CView A, CView B, float* C, Accumulate acc) {
+  TZ_CHECK(A.dtype == B.dtype, "gemm inputs must share a dtype, got ", dtype_name(A.dtype), " and ",
+           dtype_name(B.dtype));
+  TZ_CHECK(M > 0 && N > 0 && K > 0, "gemm with an empty dimension M=", M, " N=", N, " K=", K);
+  auto dt = to_dnnl(A.dtype);
+  Impl::Key key{M, N, K, int(ta), int(tb), int(A.dtype), int(acc)};
+  memory::dims a_dims{M, K}, b_dims{K, N}, c_dims{M, N};
+  // A stored [M,K] (strides K,1) or, transposed, [K,M] (strides 1,M); likewise B.
+  memory::dims a_strides = ta == Trans::no ? memory::dims{K, 1} : memory::dims{1, M};
+  memory::dims b_strides = tb == Trans::no ? memory::dims{N, 1} : memory::dims{1, K};
+  memory::desc a_md(a_dims, dt, a_strides), b_md(b_dims, dt, b_strides);
+  memory::desc c_md(c_dims, memory::data_type::f32, memory::dims{N, 1});
+
+  dnnl::matmul* prim;
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    auto it = impl_->cache.find(key);
+    if (it == impl_->cache.end()) {
+      dnnl::primitive_attr attr;
+      if (acc == Accumulate::yes) {
+        dnnl::post_ops ops;
+        ops.append_sum(1.0f);
+        attr.set_post_ops(ops);
+      }
+      dnnl::matmul::desc desc(a_md, b_md, c_md);
+      dnnl::matmul::primitive_desc pd(desc, attr, impl_->engine);
+      it = impl_->cache.emplace(key, dnnl::matmul(pd)).first;
+    }
+    prim = &it->second;
+  }
+  memory a_mem(a_md, impl_->engine, const_cast<void*>(A.ptr));
+  memory b_mem(b_md, impl_->engine, const_cast<void*>(B.ptr));
+  memory c_mem(c_md, impl_->engine, C);
+  prim->execute(impl_->stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
+  impl_->stream.wait();
+}
+
+}  // namespace tz

@@ -1,0 +1,32 @@
+// Matrix products on the CPU through oneDNN 2.6 matmul primitives, created once per shape and
+// reused. Why oneDNN: Debian's OpenBLAS misdetects these CPUs and runs sgemm ~8x slower.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+
+#include "core/backend.h"
+
+namespace tz {
+
+class OneDnnGemm {
+ public:
+  OneDnnGemm();
+  ~OneDnnGemm();
+  OneDnnGemm(const OneDnnGemm&) = delete;
+  OneDnnGemm& operator=(const OneDnnGemm&) = delete;
+
+  // C[M,N] (+)= op(A) op(B); A and B both f32 or both bf16; C f32.
+  void run(Trans ta, Trans tb, int M, int N, int K, CView A, CView B, float* C, Accumulate acc);
+
+  std::size_t cached_primitives() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tz

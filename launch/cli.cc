@@ -1,0 +1,61 @@
+// Subcommand dispatch, the process's log context, and the top-level error handler.
+#include "launch/cli.h"
+
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <string>
+#include <vector>
+
+#include "comm/world.h"
+#include "core/error.h"
+#include "launch/commands.h"
+
+namespace tz {
+namespace {
+
+const char* kUsage =
+    "tierzero: ZeRO data-parallel GPT training on CPUs and GPUs\n"
+    "\n"
+    "usage: tierzero <command> [flags]     (tierzero <command> --help lists a command's flags)\n"
+    "\n"
+    "commands:\n"
+    "  train   train a GPT-2 model (presets tiny, gpt2, gpt2-medium, gpt2-large, gpt2-xl, or free sizes)\n"
+    "  data    prepare token files: `tierzero data prepare --input FILE... --output train.bin`\n"
+    "  bench   benchmarks: `tierzero bench step` (training step time, tokens/s, GFLOP/s vs matmul rate)\n"
+    "\n"
+    "docs: README.md, docs/configuration.md, docs/ARCHITECTURE.md, perf/README.md\n";
+
+}  // namespace
+
+int run_cli(int argc, char** argv) {
+  WorldInfo world;
+  try {
+    world = discover_world();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tierzero: %s\n", e.what());
+    return 2;
+  }
+  set_log_context(LogContext{world.rank, world.size, world.host, "cpu"});
+  if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    std::fputs(kUsage, stdout);
+    return argc < 2 ? 2 : 0;
+  }
+  std::string cmd = argv[1];
+  std::vector<std::string> args(argv + 2, argv + argc);
+  try {
+    if (cmd == "train") return train_command(args);
+    if (cmd == "data") return data_command(args);
+    if (cmd == "bench") return bench_command(args);
+    std::fprintf(stderr, "tierzero: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
+    return 2;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "tierzero %s failed: %s\n", cmd.c_str(), e.what());  // tz::Error names the rank
+    return 1;
+  } catch (const std::exception& e) {
+    log_line(std::string("tierzero ") + cmd + " failed: " + e.what());
+    return 1;
+  }
+}
+
+}  // namespace tz

@@ -1,0 +1,53 @@
+// `tierzero data prepare`: text files -> byte-level token files (llm.c format) for training.
+#include <cstdio>
+
+#include <boost/program_options.hpp>
+
+#include "core/error.h"
+#include "launch/commands.h"
+#include "launch/parse_args.h"
+#include "model/corpus.h"
+
+namespace po = boost::program_options;
+
+namespace tz {
+namespace {
+
+int data_prepare(const std::vector<std::string>& args) {
+  std::vector<std::string> inputs;
+  std::string output = "train.bin", val_output;
+  double val_fraction = 0.1;
+  po::options_description desc(
+      "tierzero data prepare: byte-level tokenise text files (vocab 256) into llm.c token files\n\nflags");
+  desc.add_options()
+      ("help,h", "print this help")
+      ("input", po::value(&inputs)->multitoken(),
+       "text files, concatenated in order (default: the license texts in /usr/share/common-licenses)")
+      ("output", po::value(&output)->default_value(output), "training token file")
+      ("val-output", po::value(&val_output)->default_value(""), "validation token file (the last --val-fraction)")
+      ("val-fraction", po::value(&val_fraction)->default_value(val_fraction),
+       "share of tokens held out for validation when --val-output is given");
+  po::variables_map vm;
+  if (!parse_args(args, desc, vm, "data prepare")) return 0;
+  TZ_CHECK(val_fraction >= 0 && val_fraction < 1, "--val-fraction must be in [0, 1), got ", val_fraction);
+  if (inputs.empty()) inputs = default_corpus_files();
+  PreparedCorpus c = prepare_byte_corpus(inputs, output, val_output, val_output.empty() ? 0.0 : val_fraction);
+  std::printf("wrote %zu tokens to %s", c.train_tokens, output.c_str());
+  if (!val_output.empty()) std::printf(" and %zu to %s", c.val_tokens, val_output.c_str());
+  std::printf(" (byte-level, vocab 256, from %zu files)\n", inputs.size());
+  return 0;
+}
+
+}  // namespace
+
+int data_command(const std::vector<std::string>& args) {
+  if (args.empty() || args[0] == "--help" || args[0] == "-h") {
+    std::printf("usage: tierzero data prepare [flags]   (tierzero data prepare --help)\n");
+    return args.empty() ? 2 : 0;
+  }
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (args[0] == "prepare") return data_prepare(rest);
+  TZ_FAIL("unknown data command '", args[0], "': use prepare");
+}
+
+}  // namespace tz

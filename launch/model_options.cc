@@ -1,0 +1,44 @@
+// Model-choosing flags and their resolution into a GptConfig.
+#include "launch/model_options.h"
+
+#include "core/error.h"
+
+namespace po = boost::program_options;
+
+namespace tz {
+
+void add_model_flags(po::options_description& desc, ModelFlags& f) {
+  desc.add_options()
+      ("model", po::value(&f.preset)->default_value(f.preset),
+       "model preset: tiny, gpt2 (124M), gpt2-medium, gpt2-large, gpt2-xl; size flags override it")
+      ("n-layer", po::value(&f.n_layer)->default_value(0), "transformer blocks (0: the preset's)")
+      ("n-head", po::value(&f.n_head)->default_value(0), "attention heads (0: the preset's)")
+      ("n-embd", po::value(&f.n_embd)->default_value(0), "embedding width (0: the preset's)")
+      ("vocab", po::value(&f.vocab)->default_value(0),
+       "vocabulary size (0: the preset's); padded inside to a multiple of 128")
+      ("seq-len", po::value(&f.seq_len)->default_value(f.seq_len),
+       "sequence length of a training sample; the position table grows to it if the preset's is shorter");
+}
+
+GptConfig resolve_model(const ModelFlags& f) {
+  GptConfig c = gpt_preset(f.preset);
+  if (f.n_layer) c.n_layer = f.n_layer;
+  if (f.n_head) c.n_head = f.n_head;
+  if (f.n_embd) c.n_embd = f.n_embd;
+  if (f.vocab) c.vocab_size = f.vocab;
+  c.padded_vocab_size = GptConfig::pad_vocab(c.vocab_size);
+  TZ_CHECK(f.seq_len >= 1, "--seq-len must be at least 1, got ", f.seq_len);
+  if (f.seq_len > c.max_seq_len) c.max_seq_len = f.seq_len;
+  c.validate();
+  return c;
+}
+
+DType parse_compute_dtype(const std::string& s) {
+  if (s == "fp32" || s == "f32" || s == "float32") return DType::f32;
+  if (s == "bf16" || s == "bfloat16") return DType::bf16;
+  if (s == "fp16" || s == "f16" || s == "float16")
+    TZ_FAIL("--dtype fp16 needs dynamic loss scaling, which arrives with the ZeRO engine; use bf16 or fp32");
+  TZ_FAIL("unknown --dtype '", s, "': use fp32 or bf16");
+}
+
+}  // namespace tz

@@ -1,0 +1,26 @@
+// Command-line flags that choose the model (preset + free sizes) and the compute dtype, shared by
+// `train` and `bench`.
+#pragma once
+
+#include <string>
+
+#include <boost/program_options.hpp>
+
+#include "core/dtype.h"
+#include "model/gpt_config.h"
+
+namespace tz {
+
+struct ModelFlags {
+  std::string preset = "tiny";
+  int n_layer = 0, n_head = 0, n_embd = 0, vocab = 0, seq_len = 64;  // 0: the preset's
+};
+
+void add_model_flags(boost::program_options::options_description& desc, ModelFlags& f);
+// The preset with the overrides applied; max_seq_len grows to seq_len when needed.
+GptConfig resolve_model(const ModelFlags& f);
+
+// "fp32" | "bf16" (fp16 arrives with loss scaling).
+DType parse_compute_dtype(const std::string& s);
+
+}  // namespace tz

@@ -1,0 +1,16 @@
+// Shared Boost.Program_options handling: --help, unknown flags and bad values become clear errors.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <boost/program_options.hpp>
+
+namespace tz {
+
+// Parses args into vm; prints help and returns false when --help was given. Throws tz::Error naming
+// the flag for an unknown flag or a value of the wrong type.
+bool parse_args(const std::vector<std::string>& args, const boost::program_options::options_description& desc,
+                boost::program_options::variables_map& vm, const std::string& command);
+
+}  // namespace tz

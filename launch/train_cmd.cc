@@ -1,0 +1,86 @@
+// `tierzero train`: flags -> TrainOptions -> train().
+#include <cstdio>
+#include <iostream>
+
+#include <boost/program_options.hpp>
+
+#include "core/error.h"
+#include "launch/commands.h"
+#include "launch/model_options.h"
+#include "launch/parse_args.h"
+#include "model/safetensors.h"
+#include "zero/trainer.h"
+
+namespace po = boost::program_options;
+
+namespace tz {
+
+int train_command(const std::vector<std::string>& args) {
+  TrainOptions o;
+  ModelFlags mf;
+  std::string dtype = "fp32", schedule = "constant", device = "cpu", device_mem = "unlimited";
+  bool ckpt = false;
+  po::options_description desc("tierzero train: train a GPT-2 model\n\nflags (default in parentheses)");
+  add_model_flags(desc, mf);
+  desc.add_options()
+      ("help,h", "print this help")
+      ("data", po::value(&o.data)->default_value(o.data),
+       "training tokens: an llm.c .bin file (magic 20240520) or a raw uint16 file; 'default' is the built-in "
+       "byte-level corpus (the license texts in /usr/share/common-licenses, first 90%)")
+      ("val-data", po::value(&o.val_data)->default_value(""),
+       "validation tokens (with --data default: the corpus' last 10%)")
+      ("init-from", po::value(&o.init_from)->default_value(""),
+       "start from a Hugging Face GPT-2 safetensors file (F32, F16 or BF16); sets the model's sizes")
+      ("save-safetensors", po::value(&o.save_safetensors)->default_value(""),
+       "after training, write the model as GPT2LMHeadModel safetensors (F32)")
+      ("metrics", po::value(&o.metrics)->default_value(""), "append one JSON object per step to this JSONL file")
+      ("steps", po::value(&o.steps)->default_value(o.steps), "optimizer steps")
+      ("micro-batch", po::value(&o.micro_batch)->default_value(o.micro_batch), "sequences per micro-batch")
+      ("lr", po::value(&o.lr.lr)->default_value(o.lr.lr), "peak learning rate")
+      ("min-lr", po::value(&o.lr.min_lr)->default_value(o.lr.min_lr), "final learning rate of the cosine schedule")
+      ("warmup", po::value(&o.lr.warmup)->default_value(o.lr.warmup), "linear warm-up steps")
+      ("lr-schedule", po::value(&schedule)->default_value(schedule), "after warm-up: constant or cosine")
+      ("weight-decay", po::value(&o.adam.weight_decay)->default_value(o.adam.weight_decay),
+       "AdamW decoupled weight decay (matrices and embeddings; not biases or LayerNorm)")
+      ("beta1", po::value(&o.adam.beta1)->default_value(o.adam.beta1), "AdamW beta1")
+      ("beta2", po::value(&o.adam.beta2)->default_value(o.adam.beta2), "AdamW beta2")
+      ("eps", po::value(&o.adam.eps)->default_value(o.adam.eps), "AdamW epsilon")
+      ("grad-clip", po::value(&o.adam.grad_clip)->default_value(o.adam.grad_clip),
+       "clip the global gradient norm to this (0: off)")
+      ("seed", po::value(&o.seed)->default_value(o.seed), "seed for initialisation and shuffling")
+      ("shuffle", po::bool_switch(&o.shuffle), "visit the batches of each epoch in a seeded random order")
+      ("dtype", po::value(&dtype)->default_value(dtype),
+       "compute dtype: fp32, or bf16 (bf16 matmul inputs, fp32 accumulation, fp32 master weights)")
+      ("checkpoint-activations", po::bool_switch(&ckpt), "keep only each block's input; recompute in backward")
+      ("device", po::value(&device)->default_value(device), "cpu or cuda")
+      ("device-mem", po::value(&device_mem)->default_value(device_mem),
+       "device memory budget, e.g. 512M, 8G (on cpu: host memory the run may use)")
+      ("val-every", po::value(&o.val_every)->default_value(o.val_every),
+       "validate every N steps (0: only after the last step)")
+      ("val-batches", po::value(&o.val_batches)->default_value(o.val_batches), "micro-batches per validation")
+      ("log-every", po::value(&o.log_every)->default_value(o.log_every), "print a progress line every N steps");
+
+  po::variables_map vm;
+  if (!parse_args(args, desc, vm, "train")) return 0;
+  o.model_name = mf.preset;
+  if (!o.init_from.empty()) {
+    GptConfig base = resolve_model(mf);
+    o.model = infer_gpt_config_from_safetensors(o.init_from, base.n_head);
+    if (mf.seq_len > o.model.max_seq_len)
+      TZ_FAIL("--seq-len ", mf.seq_len, " exceeds the position table of ", o.init_from, " (", o.model.max_seq_len,
+              " rows)");
+    o.model_name = o.init_from;
+  } else {
+    o.model = resolve_model(mf);
+  }
+  o.seq_len = mf.seq_len;
+  o.dtype = parse_compute_dtype(dtype);
+  o.lr.schedule = parse_lr_schedule(schedule);
+  o.device = parse_device_kind(device);
+  o.device_mem = parse_bytes(device_mem);
+  o.checkpointing = ckpt ? ActivationCheckpointing::per_block : ActivationCheckpointing::off;
+  train(o);
+  return 0;
+}
+
+}  // namespace tz

@@ -1,0 +1,50 @@
+// RAII files for model data (safetensors, token files): reads at byte offsets, and writes under a
+// temporary name renamed into place on commit, so a crash never leaves a truncated file behind.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace tz {
+
+// A read-only file. `what` ("safetensors file", "token file") names it in error messages.
+class InputFile {
+ public:
+  InputFile(std::string path, std::string what);
+  ~InputFile();
+  InputFile(const InputFile&) = delete;
+  InputFile& operator=(const InputFile&) = delete;
+  InputFile(InputFile&& o) noexcept;
+  InputFile& operator=(InputFile&& o) noexcept;
+
+  const std::string& path() const { return path_; }
+  std::uint64_t size() const { return size_; }
+  // Reads exactly `bytes` at `offset`; a short file or an I/O error throws naming the file.
+  void read_at(void* dst, std::size_t bytes, std::uint64_t offset) const;
+
+ private:
+  std::string path_, what_;
+  int fd_ = -1;
+  std::uint64_t size_ = 0;
+};
+
+// Writes `path + ".tmp"`; commit() flushes it to disk and renames it to `path`. Destroyed without
+// commit (an exception on the way), it removes the temporary file and leaves `path` untouched.
+class AtomicOutputFile {
+ public:
+  AtomicOutputFile(std::string path, std::string what);
+  ~AtomicOutputFile();
+  AtomicOutputFile(const AtomicOutputFile&) = delete;
+  AtomicOutputFile& operator=(const AtomicOutputFile&) = delete;
+
+  void write(const void* src, std::size_t bytes);
+  void commit();
+
+ private:
+  std::string path_, tmp_, what_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+}  // namespace tz

@@ -1,0 +1,140 @@
+// Step benchmark: warm-up, timed steps (median), FLOP accounting, and the matmul limit measured in
+// the same process.
+#include "perf/step_bench.h"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <random>
+
+#include "core/backend.h"
+#include "core/error.h"
+#include "model/gpt_init.h"
+#include "zero/engine.h"
+
+namespace tz {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+}  // namespace
+
+double step_flops(const GptConfig& c, int B, int T) {
+  double N = double(c.num_parameters()) - double(c.max_seq_len) * c.n_embd;
+  return double(B) * T * (6.0 * N + 12.0 * c.n_layer * c.n_embd * T);
+}
+
+double measure_matmul_gflops(Device& dev, DType dtype, int M, int N, int K, int reps) {
+  Backend& be = dev.backend();
+  Buffer<float> a32(dev, std::size_t(M) * K, "bench A"), b32(dev, std::size_t(K) * N, "bench B"),
+      c(dev, std::size_t(M) * N, "bench C");
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (auto& x : a32) x = u(rng);
+  for (auto& x : b32) x = u(rng);
+  Buffer<std::uint16_t> alp, blp;
+  CView A = cview(a32.data()), B = cview(b32.data());
+  if (dtype != DType::f32) {
+    alp = Buffer<std::uint16_t>(dev, a32.size(), "bench A lp");
+    blp = Buffer<std::uint16_t>(dev, b32.size(), "bench B lp");
+    be.cast(alp.data(), dtype, a32.data(), DType::f32, a32.size());
+    be.cast(blp.data(), dtype, b32.data(), DType::f32, b32.size());
+    A = {alp.data(), dtype};
+    B = {blp.data(), dtype};
+  }
+  for (int i = 0; i < 2; ++i) be.gemm(Trans::no, Trans::no, M, N, K, A, B, c.data(), Accumulate::no);
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    auto t0 = Clock::now();
+    be.gemm(Trans::no, Trans::no, M, N, K, A, B, c.data(), Accumulate::no);
+    t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+  }
+  return 2.0 * M * N * K / median(t) / 1e9;
+}
+
+nlohmann::json run_step_bench(const StepBenchOptions& opt, bool quiet) {
+  const GptConfig& cfg = opt.model;
+  const int B = opt.micro_batch, T = opt.seq_len, BT = B * T;
+  auto dev = make_cpu_device();
+  ParamLayout layout = ParamLayout::build(cfg);
+  std::vector<std::vector<float>> init;
+  init_gpt_params(cfg, layout, 1337, init);
+  std::vector<std::int32_t> inputs(BT), targets(BT);
+  std::mt19937 rng(1234);
+  for (int i = 0; i < BT; ++i) {
+    inputs[i] = int(rng() % unsigned(cfg.vocab_size));
+    targets[i] = int(rng() % unsigned(cfg.vocab_size));
+  }
+  const double flops = step_flops(cfg, B, T);
+  nlohmann::json out;
+  out["bench"] = "step";
+  out["model"] = opt.model_name;
+  out["params"] = cfg.num_parameters_unpadded();
+  out["micro_batch"] = B;
+  out["seq_len"] = T;
+  out["threads"] = omp_get_max_threads();
+  out["flops_per_step"] = flops;
+  out["flops_formula"] = "tokens * (6 * N + 12 * n_layer * n_embd * seq_len), N = params excluding wpe";
+  if (!quiet)
+    std::printf("bench step: %s (%.1fM params), micro-batch %d x seq %d, %d threads, %d warm-up + %d timed steps\n",
+                opt.model_name.c_str(), cfg.num_parameters_unpadded() / 1e6, B, T, omp_get_max_threads(), opt.warmup_steps,
+                opt.steps);
+  for (DType dt : opt.dtypes) {
+    LrConfig lr;
+    lr.lr = 1e-4f;
+    lr.total_steps = opt.warmup_steps + opt.steps;
+    std::vector<double> fwd, bwd, optim, total;
+    {
+      Engine engine(*dev, layout, dt, init, AdamConfig{}, lr);
+      Gpt model(*dev, cfg, GptShape{B, T}, dt, opt.checkpointing);
+      for (int s = 0; s < opt.warmup_steps + opt.steps; ++s) {
+        auto t0 = Clock::now();
+        model.forward(engine, inputs.data(), targets.data(), 1.0f);
+        auto t1 = Clock::now();
+        model.backward(engine);
+        auto t2 = Clock::now();
+        engine.step();
+        auto t3 = Clock::now();
+        if (s < opt.warmup_steps) continue;
+        auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
+        fwd.push_back(ms(t0, t1));
+        bwd.push_back(ms(t1, t2));
+        optim.push_back(ms(t2, t3));
+        total.push_back(ms(t0, t3));
+      }
+    }
+    // The limit: the same backend's matmul on the model's widest GEMM shape (MLP expansion) and on a
+    // large square, in this dtype.
+    double mm_model = measure_matmul_gflops(*dev, dt, BT, 4 * cfg.n_embd, cfg.n_embd, 10);
+    double mm_square = measure_matmul_gflops(*dev, dt, 2048, 2048, 2048, 5);
+    double step_ms = median(total);
+    nlohmann::json r;
+    r["ms_per_step"] = step_ms;
+    r["ms_forward"] = median(fwd);
+    r["ms_backward"] = median(bwd);
+    r["ms_optimizer"] = median(optim);
+    r["tokens_per_s"] = BT / (step_ms / 1000.0);
+    r["gflops"] = flops / (step_ms / 1000.0) / 1e9;
+    r["matmul_gflops_mlp_shape"] = mm_model;
+    r["matmul_gflops_2048"] = mm_square;
+    r["fraction_of_matmul_rate"] = r["gflops"].get<double>() / std::max(mm_model, mm_square);
+    out[std::string(dtype_name(dt))] = r;
+    if (!quiet)
+      std::printf(
+          "  %-5s %8.1f ms/step (fwd %.1f, bwd %.1f, adamw %.1f) | %8.0f tok/s | %7.1f GFLOP/s | limit: matmul "
+          "%.1f GFLOP/s at [%d x %d x %d], %.1f at 2048^3\n",
+          std::string(dtype_name(dt)).c_str(), step_ms, median(fwd), median(bwd), median(optim),
+          r["tokens_per_s"].get<double>(), r["gflops"].get<double>(), mm_model, BT, 4 * cfg.n_embd, cfg.n_embd,
+          mm_square);
+  }
+  return out;
+}
+
+}  // namespace tz

@@ -1,0 +1,85 @@
+// The tierzero command line in-process: help lists every flag with its default, bad flags and bad
+// values fail with a message naming them, and training failures exit non-zero with the reason.
+#include "launch/cli.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace tz {
+namespace {
+
+struct CliRun {
+  int rc;
+  std::string out, err;
+};
+
+CliRun cli(std::vector<std::string> args) {
+  args.insert(args.begin(), "tierzero");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  ::testing::internal::CaptureStdout();
+  ::testing::internal::CaptureStderr();
+  int rc = run_cli(int(argv.size()), argv.data());
+  CliRun r{rc, ::testing::internal::GetCapturedStdout(), ::testing::internal::GetCapturedStderr()};
+  return r;
+}
+
+bool has(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
+
+TEST(Cli, TopLevelHelpListsTheCommands) {
+  CliRun r = cli({"--help"});
+  EXPECT_EQ(r.rc, 0);
+  for (const char* c : {"train", "data", "bench"}) EXPECT_TRUE(has(r.out, c)) << r.out;
+}
+
+TEST(Cli, TrainHelpListsEveryFlagWithItsDefault) {
+  CliRun r = cli({"train", "--help"});
+  EXPECT_EQ(r.rc, 0);
+  for (const char* f : {"--model", "--n-layer", "--n-head", "--n-embd", "--vocab", "--seq-len", "--data", "--val-data",
+                        "--init-from", "--steps", "--micro-batch", "--lr ", "--warmup", "--lr-schedule", "--min-lr",
+                        "--weight-decay", "--beta1", "--beta2", "--eps", "--grad-clip", "--seed", "--dtype",
+                        "--save-safetensors", "--metrics", "--device ", "--device-mem", "--checkpoint-activations"})
+    EXPECT_TRUE(has(r.out, f)) << "missing " << f;
+  EXPECT_TRUE(has(r.out, "(=200)")) << r.out;       // --steps default
+  EXPECT_TRUE(has(r.out, "(=constant)")) << r.out;  // --lr-schedule default
+}
+
+TEST(Cli, UnknownFlagFailsNamingIt) {
+  CliRun r = cli({"train", "--stepz", "3"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(has(r.err, "stepz")) << r.err;
+}
+
+TEST(Cli, BadValueFailsNamingTheFlag) {
+  CliRun r = cli({"train", "--steps", "many"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(has(r.err, "steps")) << r.err;
+  r = cli({"train", "--dtype", "fp8"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(has(r.err, "fp8")) << r.err;
+}
+
+TEST(Cli, UnknownCommandExitsWithUsage) {
+  CliRun r = cli({"trian"});
+  EXPECT_EQ(r.rc, 2);
+  EXPECT_TRUE(has(r.err, "unknown command 'trian'")) << r.err;
+}
+
+TEST(Cli, TrainThatDoesNotFitDeviceMemExitsNonZeroWithTheBudgetError) {
+  CliRun r = cli({"train", "--steps", "1", "--device-mem", "512K"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(has(r.err, "out of device memory budget")) << r.err;
+  EXPECT_TRUE(has(r.err, "512.00 KiB")) << r.err;
+}
+
+TEST(Cli, TrainRunsAndPrintsAProgressLinePerStep) {
+  CliRun r = cli({"train", "--steps", "3", "--micro-batch", "2", "--seq-len", "16"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  for (const char* s : {"step     1/3", "step     2/3", "step     3/3", "loss", "tok/s", "mem", "val loss"})
+    EXPECT_TRUE(has(r.out, s)) << "missing '" << s << "' in\n" << r.out;
+}
+
+}  // namespace
+}  // namespace tz

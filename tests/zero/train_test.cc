@@ -1,0 +1,67 @@
+// End-to-end training on one rank: the tiny preset learns the default corpus, runs are reproducible,
+// and a model that does not fit --device-mem stops with the budget error.
+#include "zero/trainer.h"
+
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "core/error.h"
+
+namespace tz {
+namespace {
+
+TrainOptions tiny(int steps) {
+  TrainOptions o;
+  o.model = gpt_preset("tiny");
+  o.steps = steps;
+  o.lr.lr = 1e-3f;
+  o.log_every = 0;
+  return o;
+}
+
+void quiet(const std::string&) {}
+
+TEST(Train, TinyPresetLowersTheLossOnTheDefaultCorpusBy2NatsIn200Steps) {
+  TrainResult r = train(tiny(200), quiet);
+  ASSERT_EQ(r.losses.size(), 200u);
+  // A byte-level model starts near ln(256) = 5.55 nats. After 200 steps (batch 4 x 64, lr 1e-3) it has
+  // learned English letter statistics: the mean of the last 20 losses is at least 2 nats lower
+  // (measured: 5.28 -> ~2.8), and so is the held-out validation loss.
+  double last = std::accumulate(r.losses.end() - 20, r.losses.end(), 0.0) / 20;
+  EXPECT_GT(r.losses.front(), 5.0f);
+  EXPECT_LT(last, r.losses.front() - 2.0);
+  EXPECT_LT(r.val_loss, r.losses.front() - 2.0f);
+}
+
+TEST(Train, TheSameSeedGivesBitwiseIdenticalLosses) {
+  TrainResult a = train(tiny(5), quiet), b = train(tiny(5), quiet);
+  EXPECT_EQ(a.losses, b.losses);
+}
+
+TEST(Train, AModelThatDoesNotFitTheDeviceBudgetFailsWithTheBudgetError) {
+  TrainOptions o = tiny(1);
+  o.device_mem = 1 << 20;  // 1 MiB: the tiny model's states alone take ~1.8 MiB
+  try {
+    train(o, quiet);
+    FAIL() << "expected the budget error";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("out of device memory budget"), std::string::npos) << m;
+    EXPECT_NE(m.find("1.00 MiB"), std::string::npos) << m;
+  }
+}
+
+TEST(Train, MissingDataFileIsReportedByName) {
+  TrainOptions o = tiny(1);
+  o.data = "/nonexistent/train.bin";
+  try {
+    train(o, quiet);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("/nonexistent/train.bin"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tz

@@ -1,0 +1,45 @@
+// Everything a training run is configured with, filled once by launch/ from the command line (and,
+// later, a DeepSpeed-style JSON config); nothing below launch/ reads the environment or argv.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "core/device.h"
+#include "core/dtype.h"
+#include "model/gpt.h"
+#include "model/gpt_config.h"
+#include "zero/engine.h"
+#include "zero/lr_schedule.h"
+
+namespace tz {
+
+// The built-in corpus: the English license texts under /usr/share/common-licenses, byte-tokenised.
+inline constexpr const char* kDefaultData = "default";
+
+struct TrainOptions {
+  GptConfig model;            // resolved preset + size overrides
+  std::string model_name = "tiny";
+  std::string data = kDefaultData;
+  std::string val_data;       // empty: the last 10% of the default corpus when data is default, else none
+  std::string init_from;      // safetensors file
+  std::string save_safetensors;
+  std::string metrics;        // JSONL path
+  int steps = 200;
+  int micro_batch = 4;
+  int seq_len = 64;
+  int val_every = 0;          // 0: validate only after the last step
+  int val_batches = 8;
+  int log_every = 1;
+  bool shuffle = false;
+  std::uint64_t seed = 1337;
+  DType dtype = DType::f32;
+  ActivationCheckpointing checkpointing = ActivationCheckpointing::off;
+  DeviceKind device = DeviceKind::cpu;
+  std::size_t device_mem = kUnlimited;
+  AdamConfig adam;
+  LrConfig lr;
+};
+
+}  // namespace tz
