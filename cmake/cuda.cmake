@@ -5,6 +5,11 @@ if(TZ_CUDA STREQUAL "ON" OR (TZ_CUDA STREQUAL "AUTO" AND DEFINED CMAKE_CUDA_COMP
   check_language(CUDA)
   if(CMAKE_CUDA_COMPILER)
     enable_language(CUDA)
+    # CMake 3.25 does not know nvcc's C++20 flag; tell it, so CUDA targets compile as C++20 too.
+    if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+    endif()
     set(CMAKE_CUDA_STANDARD 20)
     set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     find_package(CUDAToolkit REQUIRED)
