@@ -1,6 +1,6 @@
-// The cpu backend: oneDNN matmuls and OpenMP loops over the shared elementwise math. Every loop
-// that reduces across rows is split so each output has one writer, so results do not depend on
-// the thread count.
+// The cpu backend: oneDNN matmuls and OpenMP loops over the shared elementwise math. Every loop here
+// that reduces is split so each output has one writer (or sums fixed chunks in order), so these
+// kernels' results do not depend on the thread count; oneDNN's matmul blocking may.
 #include <omp.h>
 
 #include <algorithm>
@@ -261,9 +261,21 @@ class CpuBackend final : public Backend {
   }
 
   double sum_squares(const float* x, std::size_t n) override {
+    // Fixed-size chunks summed in chunk order: the result does not depend on the thread count.
+    constexpr std::size_t kChunk = 1 << 16;
+    std::size_t chunks = (n + kChunk - 1) / kChunk;
+    std::vector<double> part(chunks);
+#pragma omp parallel for schedule(static)
+    for (std::size_t c = 0; c < chunks; ++c) {
+      const float* p = x + c * kChunk;
+      std::size_t m = std::min(kChunk, n - c * kChunk);
+      double s = 0;
+#pragma omp simd reduction(+ : s)
+      for (std::size_t i = 0; i < m; ++i) s += double(p[i]) * double(p[i]);
+      part[c] = s;
+    }
     double s = 0;
-#pragma omp parallel for simd reduction(+ : s) schedule(static)
-    for (std::size_t i = 0; i < n; ++i) s += double(x[i]) * double(x[i]);
+    for (double v : part) s += v;
     return s;
   }
 

@@ -18,6 +18,9 @@ TZ_HOST_DEVICE inline float gelu(float x) {
 
 // d gelu(x) / dx for the tanh approximation.
 TZ_HOST_DEVICE inline float gelu_grad(float x) {
+  // Past |x| = 20 the tanh has saturated (derivative 1 or 0 to float precision); returning early also
+  // keeps x^3 from overflowing to Inf and producing 0 * Inf = NaN for huge inputs.
+  if (fabsf(x) > 20.0f) return x > 0.0f ? 1.0f : 0.0f;
   float cube = 0.044715f * x * x * x;
   float tanh_arg = kGeluScale * (x + cube);
   float tanh_out = tanhf(tanh_arg);

@@ -1,4 +1,4 @@
-// Device discovery that never throws: tests and `tierzero doctor` use it to decide whether to skip.
+// Device discovery that never throws: GPU tests use it to decide whether to skip.
 #include "core/cuda/cuda_runtime.h"
 
 #include <string>
