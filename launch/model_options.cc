@@ -33,6 +33,21 @@ GptConfig resolve_model(const ModelFlags& f) {
   return c;
 }
 
+std::string resolve_model_name(const ModelFlags& f) {
+  if (f.n_layer || f.n_head || f.n_embd || f.vocab) return "custom (based on " + f.preset + ")";
+  return f.preset;
+}
+
+int head_count_for(const GptConfig& file, const ModelFlags& f, const std::string& path) {
+  if (f.n_head) return f.n_head;
+  for (const std::string& name : gpt_preset_names()) {
+    GptConfig p = gpt_preset(name);
+    if (p.n_embd == file.n_embd && p.n_layer == file.n_layer) return p.n_head;
+  }
+  TZ_FAIL(path, " has ", file.n_layer, " layers of width ", file.n_embd,
+          ", which matches no GPT-2 preset: give its head count with --n-head");
+}
+
 DType parse_compute_dtype(const std::string& s) {
   if (s == "fp32" || s == "f32" || s == "float32") return DType::f32;
   if (s == "bf16" || s == "bfloat16") return DType::bf16;

@@ -20,6 +20,13 @@ void add_model_flags(boost::program_options::options_description& desc, ModelFla
 // The preset with the overrides applied; max_seq_len grows to seq_len when needed.
 GptConfig resolve_model(const ModelFlags& f);
 
+// The preset's name, or "custom (based on PRESET)" when size flags change it.
+std::string resolve_model_name(const ModelFlags& f);
+
+// Head count for a model whose sizes come from a file: --n-head if given, else the GPT-2 preset of
+// the same width and depth; otherwise an error asking for --n-head.
+int head_count_for(const GptConfig& from_file, const ModelFlags& f, const std::string& file);
+
 // "fp32" | "bf16" (fp16 arrives with loss scaling).
 DType parse_compute_dtype(const std::string& s);
 

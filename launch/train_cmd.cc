@@ -30,10 +30,12 @@ int train_command(const std::vector<std::string>& args) {
       ("val-data", po::value(&o.val_data)->default_value(""),
        "validation tokens (with --data default: the corpus' last 10%)")
       ("init-from", po::value(&o.init_from)->default_value(""),
-       "start from a Hugging Face GPT-2 safetensors file (F32, F16 or BF16); sets the model's sizes")
+       "start from a Hugging Face GPT-2 safetensors file (F32, F16 or BF16); the file sets the sizes, the "
+       "head count comes from --n-head or the GPT-2 preset of the same width")
       ("save-safetensors", po::value(&o.save_safetensors)->default_value(""),
        "after training, write the model as GPT2LMHeadModel safetensors (F32)")
-      ("metrics", po::value(&o.metrics)->default_value(""), "append one JSON object per step to this JSONL file")
+      ("metrics", po::value(&o.metrics)->default_value(""),
+       "write one JSON object per step (and per validation) to this JSONL file, created anew")
       ("steps", po::value(&o.steps)->default_value(o.steps), "optimizer steps")
       ("micro-batch", po::value(&o.micro_batch)->default_value(o.micro_batch), "sequences per micro-batch")
       ("lr", po::value(&o.lr.lr)->default_value(o.lr.lr), "peak learning rate")
@@ -52,20 +54,23 @@ int train_command(const std::vector<std::string>& args) {
       ("dtype", po::value(&dtype)->default_value(dtype),
        "compute dtype: fp32, or bf16 (bf16 matmul inputs, fp32 accumulation, fp32 master weights)")
       ("checkpoint-activations", po::bool_switch(&ckpt), "keep only each block's input; recompute in backward")
-      ("device", po::value(&device)->default_value(device), "cpu or cuda")
+      ("device", po::value(&device)->default_value(device), "cpu (cuda training arrives with the CUDA backend)")
       ("device-mem", po::value(&device_mem)->default_value(device_mem),
-       "device memory budget, e.g. 512M, 8G (on cpu: host memory the run may use)")
+       "device memory budget, e.g. 512M, 8G (powers of 1024; on cpu: host memory the run may use)")
       ("val-every", po::value(&o.val_every)->default_value(o.val_every),
        "validate every N steps (0: only after the last step)")
       ("val-batches", po::value(&o.val_batches)->default_value(o.val_batches), "micro-batches per validation")
-      ("log-every", po::value(&o.log_every)->default_value(o.log_every), "print a progress line every N steps");
+      ("log-every", po::value(&o.log_every)->default_value(o.log_every), "print a progress line every N steps (0: none)");
 
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "train")) return 0;
-  o.model_name = mf.preset;
+  o.device = parse_device_kind(device);
+  TZ_CHECK(o.device == DeviceKind::cpu, "--device cuda: this build trains on the cpu only; the CUDA training ",
+           "backend is not implemented yet (use --device cpu)");
+  o.model_name = resolve_model_name(mf);
   if (!o.init_from.empty()) {
-    GptConfig base = resolve_model(mf);
-    o.model = infer_gpt_config_from_safetensors(o.init_from, base.n_head);
+    o.model = infer_gpt_config_from_safetensors(o.init_from, 1);
+    o.model = infer_gpt_config_from_safetensors(o.init_from, head_count_for(o.model, mf, o.init_from));
     if (mf.seq_len > o.model.max_seq_len)
       TZ_FAIL("--seq-len ", mf.seq_len, " exceeds the position table of ", o.init_from, " (", o.model.max_seq_len,
               " rows)");
@@ -76,7 +81,6 @@ int train_command(const std::vector<std::string>& args) {
   o.seq_len = mf.seq_len;
   o.dtype = parse_compute_dtype(dtype);
   o.lr.schedule = parse_lr_schedule(schedule);
-  o.device = parse_device_kind(device);
   o.device_mem = parse_bytes(device_mem);
   o.checkpointing = ckpt ? ActivationCheckpointing::per_block : ActivationCheckpointing::off;
   train(o);

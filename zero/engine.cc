@@ -58,7 +58,7 @@ StepStats Engine::step() {
   if (!std::isfinite(st.grad_norm)) {
     --step_;
     TZ_FAIL("the gradient norm is ", st.grad_norm, " at step ", st.step,
-            ": the loss diverged (NaN/Inf); lower --lr, raise --warmup, or enable --grad-clip");
+            ": the loss diverged (NaN/Inf); lower --lr or raise --warmup");
   }
   float clip = 1.0f;
   if (adam_.grad_clip > 0 && st.grad_norm > adam_.grad_clip) clip = float(adam_.grad_clip / (st.grad_norm + 1e-6));
