@@ -5,6 +5,8 @@
 #include <cstddef>
 #include <cstring>
 
+#include "core/elementwise.h"
+
 namespace tz::cpu {
 
 void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) {
@@ -29,7 +31,7 @@ void attention_forward(float* out, float* att, const float* qkv, int B, int T, i
         }
         float sum = 0;
         for (int t2 = 0; t2 <= t; ++t2) {
-          float e = std::exp(a[t2] - mx);
+          float e = math::exp_f(a[t2] - mx);
           a[t2] = e;
           sum += e;
         }

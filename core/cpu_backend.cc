@@ -231,7 +231,7 @@ class CpuBackend final : public Backend {
       float sum = 0;
 #pragma omp simd reduction(+ : sum)
       for (int v = 0; v < V; ++v) {
-        float e = std::exp(row[v] - mx);
+        float e = math::exp_f(row[v] - mx);
         row[v] = e;
         sum += e;
       }

@@ -11,9 +11,32 @@ namespace tz::math {
 inline constexpr float kGeluScale = 0.7978845608028654f;  // sqrt(2 / pi)
 inline constexpr float kLayerNormEps = 1e-5f;
 
+// exp(x) within 2 ulp on [-87.3, 88.7] (clamped outside; NaN stays NaN), branch-free so CPU loops
+// vectorise (glibc's expf vectorises only under -ffast-math, which would break NaN checks).
+// Cody-Waite reduction by ln 2 and the Cephes degree-6 polynomial.
+TZ_HOST_DEVICE inline float exp_f(float x) {
+  x = x < -87.3f ? -87.3f : x;  // written as compares, not fminf/fmaxf, so a NaN passes through
+  x = x > 88.7f ? 88.7f : x;
+  float n = floorf(x * 1.44269504088896341f + 0.5f);
+  float r = x - n * 0.693359375f;
+  r = r - n * -2.12194440e-4f;
+  float p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  return p * bits_float(std::uint32_t(int(n) + 127) << 23);
+}
+
+// tanh through exp_f: absolute error ~1e-7 (relative error grows near 0, harmless inside GELU,
+// where tanh is added to 1).
+TZ_HOST_DEVICE inline float tanh_f(float u) { return 1.0f - 2.0f / (exp_f(2.0f * u) + 1.0f); }
+
 TZ_HOST_DEVICE inline float gelu(float x) {
   float cube = 0.044715f * x * x * x;
-  return 0.5f * x * (1.0f + tanhf(kGeluScale * (x + cube)));
+  return 0.5f * x * (1.0f + tanh_f(kGeluScale * (x + cube)));
 }
 
 // d gelu(x) / dx for the tanh approximation.
@@ -22,10 +45,8 @@ TZ_HOST_DEVICE inline float gelu_grad(float x) {
   // keeps x^3 from overflowing to Inf and producing 0 * Inf = NaN for huge inputs.
   if (fabsf(x) > 20.0f) return x > 0.0f ? 1.0f : 0.0f;
   float cube = 0.044715f * x * x * x;
-  float tanh_arg = kGeluScale * (x + cube);
-  float tanh_out = tanhf(tanh_arg);
-  float cosh_out = coshf(tanh_arg);
-  float sech2 = 1.0f / (cosh_out * cosh_out);
+  float tanh_out = tanh_f(kGeluScale * (x + cube));
+  float sech2 = 1.0f - tanh_out * tanh_out;
   return 0.5f * (1.0f + tanh_out) + x * 0.5f * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
