@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "tests/common/test_dir.h"
+
 namespace tz {
 namespace {
 
@@ -79,6 +81,27 @@ TEST(Cli, TrainRunsAndPrintsAProgressLinePerStep) {
   EXPECT_EQ(r.rc, 0) << r.err;
   for (const char* s : {"step     1/3", "step     2/3", "step     3/3", "loss", "tok/s", "mem", "val loss"})
     EXPECT_TRUE(has(r.out, s)) << "missing '" << s << "' in\n" << r.out;
+}
+
+TEST(Cli, PreparedTokenFilesTrainAndTheModelSavesAsSafetensors) {
+  testing::TestDir dir;
+  std::string txt = dir.file("a.txt"), train = dir.file("train.bin"), val = dir.file("val.bin");
+  {
+    std::FILE* f = std::fopen(txt.c_str(), "w");
+    for (int i = 0; i < 200; ++i) std::fputs("the quick brown fox jumps over the lazy dog. ", f);
+    std::fclose(f);
+  }
+  CliRun r = cli({"data", "prepare", "--input", txt, "--output", train, "--val-output", val});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "wrote 8101 tokens")) << r.out;  // 200 x 45 bytes + a newline = 9001; 900 validate
+  std::string st = dir.file("m.safetensors");
+  r = cli({"train", "--data", train, "--val-data", val, "--steps", "2", "--micro-batch", "2", "--seq-len", "32",
+           "--save-safetensors", st});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "saved " + st)) << r.out;
+  std::FILE* f = std::fopen(st.c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  std::fclose(f);
 }
 
 }  // namespace

@@ -9,7 +9,7 @@
 #include "core/error.h"
 #include "model/byte_tokenizer.h"
 #include "model/token_file.h"
-#include "tests/model/test_dir.h"
+#include "tests/common/test_dir.h"
 
 namespace tz {
 namespace {

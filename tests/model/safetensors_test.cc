@@ -10,7 +10,7 @@
 #include <random>
 
 #include "core/error.h"
-#include "tests/model/test_dir.h"
+#include "tests/common/test_dir.h"
 
 namespace tz {
 namespace {

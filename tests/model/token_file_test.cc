@@ -7,7 +7,7 @@
 #include <fstream>
 
 #include "core/error.h"
-#include "tests/model/test_dir.h"
+#include "tests/common/test_dir.h"
 
 namespace tz {
 namespace {

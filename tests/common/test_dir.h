@@ -13,7 +13,7 @@ namespace tz::testing {
 class TestDir {
  public:
   TestDir() {
-    std::string tmpl = ::testing::TempDir() + "tz_model_XXXXXX";
+    std::string tmpl = ::testing::TempDir() + "tz_test_XXXXXX";
     if (!::mkdtemp(tmpl.data())) throw std::runtime_error("mkdtemp failed for " + tmpl);
     path_ = tmpl;
   }
