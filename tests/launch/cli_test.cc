@@ -104,5 +104,19 @@ TEST(Cli, PreparedTokenFilesTrainAndTheModelSavesAsSafetensors) {
   std::fclose(f);
 }
 
+TEST(Cli, InitFromTakesTheHeadCountFromNHeadAndRefusesAnUnknownWidthWithoutIt) {
+  testing::TestDir dir;
+  std::string st = dir.file("w24.safetensors");
+  CliRun r = cli({"train", "--n-layer", "1", "--n-head", "2", "--n-embd", "24", "--steps", "1", "--micro-batch", "1",
+                  "--seq-len", "16", "--save-safetensors", st});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  r = cli({"train", "--init-from", st, "--steps", "1", "--micro-batch", "1", "--seq-len", "16"});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(has(r.err, "give its head count with --n-head")) << r.err;
+  r = cli({"train", "--init-from", st, "--n-head", "2", "--steps", "1", "--micro-batch", "1", "--seq-len", "16"});
+  EXPECT_EQ(r.rc, 0) << r.err;
+  EXPECT_TRUE(has(r.out, "1 layers, 2 heads, 24 embd")) << r.out;
+}
+
 }  // namespace
 }  // namespace tz
