@@ -7,6 +7,26 @@ function(tz_add_library name)
   target_compile_options(${name} PRIVATE $<$<COMPILE_LANGUAGE:CXX>:-Wall -Wextra -Wno-unused-parameter>)
 endfunction()
 
+# A GoogleTest executable for several ranks: one executable, one ctest entry per world size in NPS
+# (<name>_np<N>), each under mpirun with a TIMEOUT and RUN_SERIAL, one OpenMP thread per rank.
+# The sources must provide main() through tests/common/mpi_test_main.cc (linked here).
+function(tz_add_mpi_test name)
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;NPS;LABELS" ${ARGN})
+  add_executable(${name} ${ARG_SOURCES} ${PROJECT_SOURCE_DIR}/tests/common/mpi_test_main.cc)
+  target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest MPI::MPI_CXX)
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 300)
+  endif()
+  foreach(np ${ARG_NPS})
+    add_test(NAME ${name}_np${np}
+             COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${np} --oversubscribe --allow-run-as-root
+                     --mca btl self,vader -x OMP_NUM_THREADS=1 -x TZ_SOURCE_DIR=${PROJECT_SOURCE_DIR}
+                     $<TARGET_FILE:${name}>)
+    set_tests_properties(${name}_np${np} PROPERTIES TIMEOUT ${ARG_TIMEOUT} RUN_SERIAL TRUE
+                         LABELS "mpi;${ARG_LABELS}" ENVIRONMENT "OMP_NUM_THREADS=1")
+  endforeach()
+endfunction()
+
 # A GoogleTest executable. NP > 0 runs it under mpirun with that many ranks (RUN_SERIAL).
 function(tz_add_test name)
   cmake_parse_arguments(ARG "" "NP;TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
