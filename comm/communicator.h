@@ -22,7 +22,7 @@ enum class ReduceOp { sum, max };
 // Traffic and waiting per collective kind, for per-step metrics. "Elements sent" follows the
 // bus-bandwidth convention: a reduce-scatter or all-gather of a message of M elements (the full,
 // unscattered size) counts (N-1)/N x M per rank, an all-reduce 2(N-1)/N x M, a broadcast M on the
-// root only (a tree sends each element at most once per rank).
+// root only (a tree sends each element at most once per rank; in a world of one, nothing).
 struct CommStats {
   double elements_sent[kNumCollectives] = {};
   double bytes_sent[kNumCollectives] = {};
@@ -75,6 +75,9 @@ class Communicator {
   std::chrono::milliseconds timeout_{std::chrono::minutes(5)};
   CommStats stats_;
 };
+
+// A world of one process without MPI: every collective is a local copy (single-rank runs and tests).
+std::unique_ptr<Communicator> make_self_comm();
 
 // The world over MPI (MPI_Init_thread(FUNNELED) on first use; MPI_Finalize at exit). With one
 // process and no launcher it is a world of 1.
