@@ -1,0 +1,32 @@
+// Reads a DeepSpeed JSON config (--config) into TrainOptions, with DeepSpeed's key names and meanings;
+// unknown, unimplemented, mistyped and out-of-range keys are errors that name the key, never skipped.
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "zero/train_options.h"
+
+namespace tz {
+
+// Which command-line flags the user gave explicitly (they override the file), by flag name without
+// the leading dashes: flag_given("micro-batch"). With Boost.Program_options and default values this is
+// `vm.count(f) && !vm[f].defaulted()`. An empty FlagGiven means no flag was given.
+using FlagGiven = std::function<bool(const std::string& flag)>;
+
+// Reads a DeepSpeed JSON config into opt; a key whose flag was given on the command line is left as
+// the flag set it (the file's value is still checked). Keys the file does not give keep opt's values.
+// Throws tz::Error, naming the file and the full key path, for: a missing or unreadable file, invalid
+// JSON (with line and column) or a key repeated in one object, an unknown key (with the nearest known
+// one), a DeepSpeed key not implemented in this version, "auto", a wrong type, or a value out of range.
+// train_batch_size is stored as given; checking it against micro_batch x grad_accum x world is the
+// caller's (DeepSpeed would derive a missing micro batch or accumulation count from it; tierzero
+// does not, see docs/configuration.md).
+void load_ds_config(const std::string& path, TrainOptions& opt, const FlagGiven& flag_given);
+
+// The same from a parsed document (for tests); `source` names it in messages.
+void apply_ds_config(const nlohmann::json& doc, const std::string& source, TrainOptions& opt,
+                     const FlagGiven& flag_given);
+
+}  // namespace tz
