@@ -3,6 +3,7 @@
 #include "core/onednn_gemm.h"
 
 #include <dnnl.hpp>
+#include <vector>
 
 #include "core/error.h"
 
@@ -18,6 +19,9 @@ struct OneDnnGemm::Impl {
   dnnl::stream stream{engine};
   std::map<Key, dnnl::matmul> cache;
   mutable std::mutex mu;
+  // oneDNN 2.6 has no fp16 matmul on CPUs without AMX-FP16: fp16 inputs are widened to fp32 here
+  // (exact: every fp16 value is a float), grown once to the largest shape and reused.
+  std::vector<float> wide_a, wide_b;
 };
 
 OneDnnGemm::OneDnnGemm() : impl_(std::make_unique<Impl>()) {}
@@ -41,6 +45,21 @@ void OneDnnGemm::run(Trans ta, Trans tb, int M, int N, int K, CView A, CView B, 
   TZ_CHECK(A.dtype == B.dtype, "gemm inputs must share a dtype, got ", dtype_name(A.dtype), " and ",
            dtype_name(B.dtype));
   TZ_CHECK(M > 0 && N > 0 && K > 0, "gemm with an empty dimension M=", M, " N=", N, " K=", K);
+  if (A.dtype == DType::f16) {
+    std::size_t na = std::size_t(M) * K, nb = std::size_t(K) * N;
+    if (impl_->wide_a.size() < na) impl_->wide_a.resize(na);
+    if (impl_->wide_b.size() < nb) impl_->wide_b.resize(nb);
+    const fp16* a = static_cast<const fp16*>(A.ptr);
+    const fp16* b = static_cast<const fp16*>(B.ptr);
+    float* wa = impl_->wide_a.data();
+    float* wb = impl_->wide_b.data();
+#pragma omp parallel for simd schedule(static)
+    for (std::size_t i = 0; i < na; ++i) wa[i] = fp16_to_float(a[i]);
+#pragma omp parallel for simd schedule(static)
+    for (std::size_t i = 0; i < nb; ++i) wb[i] = fp16_to_float(b[i]);
+    run(ta, tb, M, N, K, cview(static_cast<const float*>(wa)), cview(static_cast<const float*>(wb)), C, acc);
+    return;
+  }
   auto dt = to_dnnl(A.dtype);
   Impl::Key key{M, N, K, int(ta), int(tb), int(A.dtype), int(acc)};
   memory::dims a_dims{M, K}, b_dims{K, N}, c_dims{M, N};

@@ -51,9 +51,8 @@ int head_count_for(const GptConfig& file, const ModelFlags& f, const std::string
 DType parse_compute_dtype(const std::string& s) {
   if (s == "fp32" || s == "f32" || s == "float32") return DType::f32;
   if (s == "bf16" || s == "bfloat16") return DType::bf16;
-  if (s == "fp16" || s == "f16" || s == "float16")
-    TZ_FAIL("--dtype fp16 needs dynamic loss scaling, which arrives with the ZeRO engine; use bf16 or fp32");
-  TZ_FAIL("unknown --dtype '", s, "': use fp32 or bf16");
+  if (s == "fp16" || s == "f16" || s == "float16") return DType::f16;
+  TZ_FAIL("unknown --dtype '", s, "': use fp32, bf16 or fp16");
 }
 
 }  // namespace tz

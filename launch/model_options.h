@@ -27,7 +27,7 @@ std::string resolve_model_name(const ModelFlags& f);
 // the same width and depth; otherwise an error asking for --n-head.
 int head_count_for(const GptConfig& from_file, const ModelFlags& f, const std::string& file);
 
-// "fp32" | "bf16" (fp16 arrives with loss scaling).
+// "fp32" | "bf16" | "fp16" (fp16 trains with loss scaling).
 DType parse_compute_dtype(const std::string& s);
 
 }  // namespace tz

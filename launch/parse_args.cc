@@ -1,6 +1,8 @@
 // Turns Boost.Program_options exceptions into tz::Error messages that name the command and flag.
 #include "launch/parse_args.h"
 
+#include <cmath>
+#include <cstdlib>
 #include <iostream>
 
 #include "core/error.h"
@@ -22,6 +24,15 @@ bool parse_args(const std::vector<std::string>& args, const po::options_descript
     TZ_FAIL("tierzero ", command, ": ", e.what(), " (see tierzero ", command, " --help)");
   }
   return true;
+}
+
+std::size_t parse_count(const std::string& flag, const std::string& text) {
+  char* end = nullptr;
+  double v = std::strtod(text.c_str(), &end);
+  TZ_CHECK(end && *end == '\0' && !text.empty(), "--", flag, " '", text, "' is not a number (e.g. 500000000 or 5e8)");
+  TZ_CHECK(v >= 0 && v == std::floor(v) && v < 1e18, "--", flag, " must be a whole, non-negative element count, got ",
+           text);
+  return std::size_t(v);
 }
 
 }  // namespace tz

@@ -13,4 +13,8 @@ namespace tz {
 bool parse_args(const std::vector<std::string>& args, const boost::program_options::options_description& desc,
                 boost::program_options::variables_map& vm, const std::string& command);
 
+// Reads an element count such as "500000000", "5e8" or "5e7" (DeepSpeed writes sizes as floats);
+// throws tz::Error naming the flag for a fraction, a negative or unreadable value.
+std::size_t parse_count(const std::string& flag, const std::string& text);
+
 }  // namespace tz

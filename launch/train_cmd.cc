@@ -9,6 +9,9 @@
 #include "launch/model_options.h"
 #include "launch/parse_args.h"
 #include "model/safetensors.h"
+#include "comm/communicator.h"
+#include "comm/world.h"
+#include "launch/ds_config.h"
 #include "zero/trainer.h"
 
 namespace po = boost::program_options;
@@ -20,6 +23,8 @@ int train_command(const std::vector<std::string>& args) {
   ModelFlags mf;
   std::string dtype = "fp32", schedule = "constant", device = "cpu", device_mem = "unlimited";
   bool ckpt = false;
+  std::string config, reduce_bucket, allgather_bucket, prefetch_bucket, max_live, persistence;
+  double comm_timeout = 300;
   po::options_description desc("tierzero train: train a GPT-2 model\n\nflags (default in parentheses)");
   add_model_flags(desc, mf);
   desc.add_options()
@@ -52,7 +57,8 @@ int train_command(const std::vector<std::string>& args) {
       ("seed", po::value(&o.seed)->default_value(o.seed), "seed for initialisation and shuffling")
       ("shuffle", po::bool_switch(&o.shuffle), "visit the batches of each epoch in a seeded random order")
       ("dtype", po::value(&dtype)->default_value(dtype),
-       "compute dtype: fp32, or bf16 (bf16 matmul inputs, fp32 accumulation, fp32 master weights)")
+       "compute dtype: fp32; bf16 (bf16 matmul inputs, fp32 accumulation, fp32 master weights); fp16 (the same "
+       "with dynamic loss scaling)")
       ("checkpoint-activations", po::bool_switch(&ckpt), "keep only each block's input; recompute in backward")
       ("device", po::value(&device)->default_value(device), "cpu (cuda training arrives with the CUDA backend)")
       ("device-mem", po::value(&device_mem)->default_value(device_mem),
@@ -60,7 +66,36 @@ int train_command(const std::vector<std::string>& args) {
       ("val-every", po::value(&o.val_every)->default_value(o.val_every),
        "validate every N steps (0: only after the last step)")
       ("val-batches", po::value(&o.val_batches)->default_value(o.val_batches), "micro-batches per validation")
-      ("log-every", po::value(&o.log_every)->default_value(o.log_every), "print a progress line every N steps (0: none)");
+      ("log-every", po::value(&o.log_every)->default_value(o.log_every), "print a progress line every N steps (0: none)")
+      ("config", po::value(&config)->default_value(""),
+       "DeepSpeed-style JSON config (train_micro_batch_size_per_gpu, zero_optimization, fp16, bf16, optimizer, ...); "
+       "flags given on the command line override it (docs/configuration.md)")
+      ("zero-stage", po::value(&o.zero.stage)->default_value(o.zero.stage),
+       "ZeRO stage: 0 data parallel, 1 shard optimizer states, 2 + gradients, 3 + parameters")
+      ("grad-accum", po::value(&o.grad_accum)->default_value(o.grad_accum), "micro-steps per optimizer step")
+      ("reduce-bucket-size", po::value(&reduce_bucket)->default_value("5e8"),
+       "gradient elements reduced per collective (zero_optimization.reduce_bucket_size)")
+      ("allgather-bucket-size", po::value(&allgather_bucket)->default_value("5e8"),
+       "parameter elements all-gathered per batch after the step, stages 1-2 (allgather_bucket_size)")
+      ("prefetch-bucket-size", po::value(&prefetch_bucket)->default_value("5e7"),
+       "stage 3: parameter elements gathered ahead of use (stage3_prefetch_bucket_size)")
+      ("max-live-parameters", po::value(&max_live)->default_value("1e9"),
+       "stage 3: gathered parameter elements alive at once (stage3_max_live_parameters)")
+      ("param-persistence-threshold", po::value(&persistence)->default_value("1e5"),
+       "stage 3: a flat group (one block, the embeddings, the final norm) smaller than this stays whole on every "
+       "rank (stage3_param_persistence_threshold, applied per group)")
+      ("loss-scale", po::value(&o.fp16.loss_scale)->default_value(o.fp16.loss_scale),
+       "fp16: static loss scale (0: dynamic)")
+      ("initial-scale-power", po::value(&o.fp16.initial_scale_power)->default_value(o.fp16.initial_scale_power),
+       "fp16: the dynamic scale starts at 2^this")
+      ("loss-scale-window", po::value(&o.fp16.loss_scale_window)->default_value(o.fp16.loss_scale_window),
+       "fp16: steps without overflow before the scale doubles")
+      ("hysteresis", po::value(&o.fp16.hysteresis)->default_value(o.fp16.hysteresis),
+       "fp16: overflows before the scale halves")
+      ("min-loss-scale", po::value(&o.fp16.min_loss_scale)->default_value(o.fp16.min_loss_scale),
+       "fp16: the scale never drops below this")
+      ("comm-timeout", po::value(&comm_timeout)->default_value(comm_timeout),
+       "seconds a collective may wait for the other ranks before the job is stopped");
 
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "train")) return 0;
@@ -83,7 +118,30 @@ int train_command(const std::vector<std::string>& args) {
   o.lr.schedule = parse_lr_schedule(schedule);
   o.device_mem = parse_bytes(device_mem);
   o.checkpointing = ckpt ? ActivationCheckpointing::per_block : ActivationCheckpointing::off;
-  train(o);
+  o.zero.reduce_bucket_size = parse_count("reduce-bucket-size", reduce_bucket);
+  o.zero.allgather_bucket_size = parse_count("allgather-bucket-size", allgather_bucket);
+  o.zero.prefetch_bucket_size = parse_count("prefetch-bucket-size", prefetch_bucket);
+  o.zero.max_live_parameters = parse_count("max-live-parameters", max_live);
+  o.zero.param_persistence_threshold = parse_count("param-persistence-threshold", persistence);
+  // The file fills what the command line left at its defaults.
+  if (!config.empty())
+    load_ds_config(config, o, [&](const std::string& f) { return vm.count(f) && !vm[f].defaulted(); });
+  TZ_CHECK(o.zero.stage >= 0 && o.zero.stage <= 3, "--zero-stage must be 0, 1, 2 or 3, got ", o.zero.stage);
+  TZ_CHECK(comm_timeout > 0, "--comm-timeout must be positive, got ", comm_timeout);
+
+  // One process per rank: under mpirun or srun --mpi=pmix the ranks talk over MPI; alone, no MPI.
+  WorldInfo world = discover_world();
+  std::unique_ptr<Communicator> comm = world.source == "single" ? make_self_comm() : make_mpi_world();
+  comm->set_timeout(std::chrono::milliseconds(std::int64_t(comm_timeout * 1000)));
+  try {
+    train(o, *comm);
+  } catch (const std::exception& e) {
+    // Stop every rank now: the others may be waiting in a collective for this one.
+    std::fprintf(stderr, "tierzero train failed: %s\n", e.what());
+    std::fflush(stderr);
+    if (comm->size() > 1) comm->abort(1);
+    return 1;
+  }
   return 0;
 }
 

@@ -92,13 +92,15 @@ nlohmann::json run_step_bench(const StepBenchOptions& opt, bool quiet) {
     lr.total_steps = opt.warmup_steps + opt.steps;
     std::vector<double> fwd, bwd, optim, total;
     {
-      Engine engine(*dev, layout, dt, init, AdamConfig{}, lr);
+      auto comm = make_self_comm();
+      Engine engine(*dev, *comm, layout, dt, init, AdamConfig{}, lr, ZeroOptions{}, LossScaleOptions{}, 1);
       Gpt model(*dev, cfg, GptShape{B, T}, dt, opt.checkpointing);
       for (int s = 0; s < opt.warmup_steps + opt.steps; ++s) {
         auto t0 = Clock::now();
-        model.forward(engine, inputs.data(), targets.data(), 1.0f);
+        model.forward(engine, inputs.data(), targets.data(), engine.dloss_scale());
         auto t1 = Clock::now();
         model.backward(engine);
+        engine.end_micro_step();
         auto t2 = Clock::now();
         engine.step();
         auto t3 = Clock::now();

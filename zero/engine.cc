@@ -1,6 +1,7 @@
-// Engine: resident param/grad/optimizer buffers per group and the AdamW step.
+// Engine: per-stage buffers, the micro-step protocol, and the optimizer step over this rank's shards.
 #include "zero/engine.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -10,69 +11,271 @@
 
 namespace tz {
 
-Engine::Engine(Device& dev, const ParamLayout& layout, DType working, const std::vector<std::vector<float>>& init,
-               AdamConfig adam, LrConfig lr)
-    : dev_(dev), layout_(layout), working_(working), adam_(adam), lr_(lr) {
+Engine::Engine(Device& dev, Communicator& comm, const ParamLayout& layout, DType working,
+               const std::vector<std::vector<float>>& init, AdamConfig adam, LrConfig lr, const ZeroOptions& zero,
+               const LossScaleOptions& fp16, int grad_accum)
+    : dev_(dev), comm_(comm), layout_(layout), map_(layout, comm.size(), comm.rank()), working_(working),
+      adam_(adam), lr_(lr), stage_(zero.stage), grad_accum_(grad_accum),
+      allgather_bucket_(zero.allgather_bucket_size), fp16_(working == DType::f16) {
+  TZ_CHECK(stage_ >= 0 && stage_ <= 3, "ZeRO stage must be 0, 1, 2 or 3, got ", stage_);
+  TZ_CHECK(grad_accum >= 1, "gradient accumulation steps must be at least 1, got ", grad_accum);
   TZ_CHECK(init.size() == layout.groups.size(), "initial values for ", init.size(), " groups, the model has ",
            layout.groups.size());
-  std::size_t before = dev.memory().used();
+  if (fp16_) scaler_ = LossScaler(fp16);
+  const int G = int(layout.groups.size());
+  persistent_.assign(G, false);
+  for (int g = 0; g < G; ++g)
+    persistent_[g] = stage_ == 3 && layout.groups[g].count < zero.param_persistence_threshold;
+
   Backend& be = dev.backend();
-  for (std::size_t g = 0; g < layout.groups.size(); ++g) {
+  const std::size_t es = dtype_size(working);
+  std::size_t before = dev.memory().used();
+  std::vector<float> padded;
+  for (int g = 0; g < G; ++g) {
     const GroupSpec& gs = layout.groups[g];
+    const GroupShards& sh = map_.group(g);
     TZ_CHECK(init[g].size() == gs.count, "group ", gs.name, " has ", init[g].size(), " initial values, expected ",
              gs.count);
-    master_.emplace_back(dev, gs.count, (working == DType::f32 ? "params " : "fp32 master ") + gs.name);
-    std::memcpy(master_.back().data(), init[g].data(), gs.count * sizeof(float));
-    if (working != DType::f32) {
-      params_lp_.emplace_back(dev, gs.count, "params " + gs.name);
-      be.cast(params_lp_.back().data(), working, master_.back().data(), DType::f32, gs.count);
+    padded.assign(sh.padded, 0.0f);
+    std::copy(init[g].begin(), init[g].end(), padded.begin());
+    const Shard mine = map_.shard(g);
+    // Working params: whole, or this rank's shard (stage 3).
+    std::size_t wcount = full_params(g) ? sh.padded : sh.shard_count;
+    const float* wsrc = full_params(g) ? padded.data() : padded.data() + mine.offset;
+    work_.emplace_back(dev, wcount * es, "params " + gs.name);
+    be.cast(work_.back().data(), working, wsrc, DType::f32, wcount);
+    // fp32 master: the fp32 working params themselves, or a separate copy of this rank's range.
+    std::size_t ocount = stage_ == 0 ? sh.padded : sh.shard_count;
+    const float* osrc = stage_ == 0 ? padded.data() : padded.data() + mine.offset;
+    if (working == DType::f32) {
+      master_.emplace_back();
+    } else {
+      master_.emplace_back(dev, ocount, "fp32 master " + gs.name);
+      std::memcpy(master_.back().data(), osrc, ocount * sizeof(float));
     }
-    grads_.emplace_back(dev, gs.count, "grads " + gs.name);
-    m_.emplace_back(dev, gs.count, "adam m " + gs.name);
-    v_.emplace_back(dev, gs.count, "adam v " + gs.name);
-    be.fill(grads_.back().data(), 0.0f, gs.count);
-    be.fill(m_.back().data(), 0.0f, gs.count);
-    be.fill(v_.back().data(), 0.0f, gs.count);
+    m_.emplace_back(dev, ocount, "adam m " + gs.name);
+    v_.emplace_back(dev, ocount, "adam v " + gs.name);
+    be.fill(m_.back().data(), 0.0f, ocount);
+    be.fill(v_.back().data(), 0.0f, ocount);
+    if (stage_ <= 1) {
+      grad_full_.emplace_back(dev, sh.padded, "grads " + gs.name);
+      be.fill(grad_full_.back().data(), 0.0f, sh.padded);
+      grad_shard_.emplace_back();
+    } else {
+      grad_full_.emplace_back();
+      grad_shard_.emplace_back(dev, sh.shard_count, "grad shard " + gs.name);
+      be.fill(grad_shard_.back().data(), 0.0f, sh.shard_count);
+    }
   }
   persistent_bytes_ = dev.memory().used() - before;
+
+  // Transient buffers, counted apart: buckets, gathered params, backward's full gradients.
+  before = dev.memory().used();
+  if (stage_ >= 2) {
+    // The embedding's gradient stays open through the whole backward (the tied LM head first, the
+    // token/position scatter last): it gets its own buffer; every other group shares one.
+    grad_big_group_ = layout.embedding_group();
+    std::size_t big = map_.group(grad_big_group_).padded, small = 0;
+    for (int g = 0; g < G; ++g)
+      if (g != grad_big_group_) small = std::max(small, map_.group(g).padded);
+    grad_big_ = Buffer<float>(dev, big, "backward gradient (embedding)");
+    if (small) grad_small_ = Buffer<float>(dev, small, "backward gradient (one block)");
+  }
+  if (comm.size() > 1 || stage_ >= 1) {
+    ReduceMode mode = stage_ == 0 ? ReduceMode::all_reduce : ReduceMode::reduce_scatter;
+    Deliver deliver = stage_ >= 2 ? Deliver::add : Deliver::copy;
+    auto dest = [this](int g) -> float* {
+      if (stage_ == 0) return grad_full_[g].data();
+      if (stage_ == 1) return grad_full_[g].data() + map_.shard(g).offset;
+      return grad_shard_[g].data();
+    };
+    reducer_ = std::make_unique<GradReducer>(dev, comm, map_, mode, zero.reduce_bucket_size, dest, deliver);
+  }
+  if (stage_ == 3) {
+    gatherer_ = std::make_unique<ParamGatherer>(
+        dev, comm, map_, working, [this](int g) -> const void* { return work_[g].data(); }, persistent_,
+        layout.embedding_group(), zero.prefetch_bucket_size, zero.max_live_parameters);
+  }
+  transient_bytes_ = dev.memory().used() - before;
 }
 
-CView Engine::acquire(int group, Pass) {
-  if (working_ == DType::f32) return cview(master_[group].data());
-  return {params_lp_[group].data(), working_};
+Engine::~Engine() = default;
+
+void* Engine::work_ptr(int g) { return work_[g].data(); }
+
+std::size_t Engine::opt_begin(int g) const { return stage_ == 0 ? 0 : map_.shard(g).offset; }
+std::size_t Engine::opt_count(int g) const {
+  return stage_ == 0 ? map_.group(g).padded : map_.group(g).shard_count;
 }
 
-const float* Engine::master(int group) const { return master_[group].data(); }
-
-void Engine::zero_grad() {
-  for (auto& g : grads_) dev_.backend().fill(g.data(), 0.0f, g.size());
+float* Engine::master_ptr(int g) {
+  if (working_ != DType::f32) return master_[g].data();
+  float* w = reinterpret_cast<float*>(work_[g].data());
+  return full_params(g) ? w + opt_begin(g) : w;
 }
+
+float* Engine::reduced_grad_ptr(int g) {
+  if (stage_ == 0) return grad_full_[g].data();
+  if (stage_ == 1) return grad_full_[g].data() + map_.shard(g).offset;
+  return grad_shard_[g].data();
+}
+
+void Engine::progress() {
+  if (reducer_) reducer_->progress();
+  if (gatherer_) gatherer_->progress();
+}
+
+CView Engine::acquire(int g, Pass pass) {
+  if (gatherer_) {
+    CView v = gatherer_->acquire(g, pass);
+    if (v.ptr) return v;
+  } else {
+    progress();
+  }
+  return {work_[g].data(), working_};
+}
+
+void Engine::release(int g, Pass pass) {
+  if (gatherer_) gatherer_->release(g, pass);
+  progress();
+}
+
+float* Engine::grad(int g) {
+  if (stage_ <= 1) return grad_full_[g].data();
+  // Stages 2-3: a zeroed full-size buffer for this micro-step's backward of the group; it is reduced
+  // into the shard at grad_ready and reused.
+  float* buf;
+  if (g == grad_big_group_) {
+    TZ_CHECK(grad_big_owner_ < 0 || grad_big_owner_ == g, "backward gradient buffer already in use");
+    if (grad_big_owner_ == g) return grad_big_.data();
+    grad_big_owner_ = g;
+    buf = grad_big_.data();
+  } else {
+    if (grad_small_owner_ == g) return grad_small_.data();
+    TZ_CHECK(grad_small_owner_ < 0, "the model asked for the gradients of group ", g, " while group ",
+             grad_small_owner_, "'s are still open; backward must finish one block before the next");
+    grad_small_owner_ = g;
+    buf = grad_small_.data();
+  }
+  dev_.backend().fill(buf, 0.0f, map_.group(g).padded);
+  return buf;
+}
+
+void Engine::grad_ready(int g) {
+  if (stage_ <= 1) {
+    // One reduction per optimizer step: only the last micro-step's backward starts it.
+    if (last_micro_ && reducer_) reducer_->push(g, grad_full_[g].data());
+  } else {
+    float* buf = g == grad_big_group_ ? grad_big_.data() : grad_small_.data();
+    reducer_->push(g, buf);  // copies into the bucket, so the buffer is free again
+    (g == grad_big_group_ ? grad_big_owner_ : grad_small_owner_) = -1;
+  }
+  progress();
+}
+
+void Engine::begin_micro_step(bool last) { last_micro_ = last; }
+
+void Engine::end_micro_step() {
+  // Stages 2-3 keep only shards: every micro-step's gradient is reduced before the next begins.
+  if (reducer_ && (stage_ >= 2 || last_micro_)) reducer_->flush();
+}
+
+float Engine::dloss_scale() const { return (fp16_ ? scaler_.scale() : 1.0f) / float(grad_accum_); }
 
 StepStats Engine::step() {
   Backend& be = dev_.backend();
+  const int G = map_.groups();
+  if (reducer_) reducer_->flush();
   StepStats st;
-  st.step = ++step_;
+  st.loss_scale = fp16_ ? scaler_.scale() : 1.0f;
+
+  // Global norm: every rank sums squares over its own shard range of every group (the same ranges at
+  // every stage, so the arithmetic, and the result, do not depend on the stage), then one all-reduce.
   double sq = 0;
-  for (auto& g : grads_) sq += be.sum_squares(g.data(), g.size());
-  st.grad_norm = std::sqrt(sq);
-  if (!std::isfinite(st.grad_norm)) {
-    --step_;
-    TZ_FAIL("the gradient norm is ", st.grad_norm, " at step ", st.step,
-            ": the loss diverged (NaN/Inf); lower --lr or raise --warmup");
+  for (int g = 0; g < G; ++g) {
+    const Shard s = map_.shard(g);
+    const float* r = stage_ <= 1 ? grad_full_[g].data() + s.offset : grad_shard_[g].data();
+    sq += be.sum_squares(r, s.count);
   }
+  // Stage 0 updates whole groups from its replica of the gradient, so a non-finite value anywhere in
+  // it must count, not only in this rank's range (which every other rank would then not see).
+  if (stage_ == 0)
+    for (int g = 0; g < G && std::isfinite(sq); ++g)
+      if (be.has_non_finite(grad_full_[g].data(), map_.group(g).padded)) sq = NAN;
+  float total = float(sq);
+  if (comm_.size() > 1) comm_.all_reduce(&total, 1, DType::f32)->wait();
+  const float unscale = 1.0f / (float(comm_.size()) * st.loss_scale);  // sum over ranks -> mean, remove loss scale
+  const bool overflow = !std::isfinite(total);
+  if (fp16_ ? scaler_.update(overflow) : overflow) {
+    if (!fp16_)
+      TZ_FAIL("the gradient norm is not finite at step ", step_ + 1,
+              ": training diverged (NaN/Inf); lower --lr or raise --warmup");
+    st.skipped = true;
+    st.step = step_;
+    st.grad_norm = std::sqrt(double(total)) * unscale;
+    st.lr = learning_rate(lr_, std::max(step_, 1));
+    for (int g = 0; g < G; ++g) {
+      if (stage_ <= 1) be.fill(grad_full_[g].data(), 0.0f, map_.group(g).padded);
+      else be.fill(grad_shard_[g].data(), 0.0f, map_.group(g).shard_count);
+    }
+    return st;
+  }
+  st.step = ++step_;
+  st.grad_norm = std::sqrt(double(total)) * unscale;
   float clip = 1.0f;
   if (adam_.grad_clip > 0 && st.grad_norm > adam_.grad_clip) clip = float(adam_.grad_clip / (st.grad_norm + 1e-6));
   st.lr = learning_rate(lr_, st.step);
-  for (std::size_t g = 0; g < layout_.groups.size(); ++g) {
+
+  std::vector<std::unique_ptr<Work>> gathers;
+  std::size_t in_flight = 0;
+  for (int g = 0; g < G; ++g) {
+    const std::size_t lo = opt_begin(g), hi = lo + opt_count(g);
+    float* p = master_ptr(g);
+    float* gr = reduced_grad_ptr(g);
+    // Where this rank's updated working params go: its slice of the whole group, or its shard.
+    std::uint8_t* wbase = work_[g].data() + (full_params(g) ? lo * dtype_size(working_) : 0);
     for (const TensorSpec& t : layout_.groups[g].tensors) {
-      AdamStep s{st.lr, adam_.beta1, adam_.beta2, adam_.eps, is_decayed(t) ? adam_.weight_decay : 0.0f, st.step, clip};
-      void* w = working_ == DType::f32 ? nullptr : static_cast<void*>(params_lp_[g].data() + t.offset);
-      be.adamw(master_[g].data() + t.offset, m_[g].data() + t.offset, v_[g].data() + t.offset,
-               grads_[g].data() + t.offset, t.count, s, w, working_);
+      std::size_t a = std::max(lo, t.offset), b = std::min(hi, t.offset + t.count);
+      if (a >= b) continue;
+      std::size_t off = a - lo;
+      AdamStep s{st.lr, adam_.beta1, adam_.beta2, adam_.eps, is_decayed(t) ? adam_.weight_decay : 0.0f, st.step,
+                 unscale * clip};
+      void* w = working_ == DType::f32 ? nullptr : static_cast<void*>(wbase + off * dtype_size(working_));
+      be.adamw(p + off, m_[g].data() + off, v_[g].data() + off, gr + off, b - a, s, w, working_);
+    }
+    // Stages 1-2 (and stage 3's persistent groups) keep the params whole: gather the updated shards.
+    if (stage_ >= 1 && full_params(g) && comm_.size() > 1) {
+      const Shard sh = map_.shard(g);
+      std::uint8_t* base = work_[g].data();
+      if (in_flight + map_.group(g).padded > allgather_bucket_ && !gathers.empty()) {
+        for (auto& w : gathers) w->wait();
+        gathers.clear();
+        in_flight = 0;
+      }
+      gathers.push_back(comm_.all_gather(base + sh.offset * dtype_size(working_), base, sh.count, working_));
+      in_flight += map_.group(g).padded;
     }
   }
-  zero_grad();
+  for (auto& w : gathers) w->wait();
+  for (int g = 0; g < G; ++g) {
+    if (stage_ <= 1) be.fill(grad_full_[g].data(), 0.0f, map_.group(g).padded);
+    else be.fill(grad_shard_[g].data(), 0.0f, map_.group(g).shard_count);
+  }
   return st;
+}
+
+std::vector<float> Engine::gather_master(int g) {
+  const GroupShards& sh = map_.group(g);
+  std::vector<float> full(sh.padded);
+  if (stage_ == 0) {
+    std::memcpy(full.data(), master_ptr(g), sh.padded * sizeof(float));
+  } else {
+    std::memcpy(full.data() + map_.shard(g).offset, master_ptr(g), sh.shard_count * sizeof(float));
+    if (comm_.size() > 1)
+      comm_.all_gather(full.data() + map_.shard(g).offset, full.data(), sh.shard_count, DType::f32)->wait();
+  }
+  full.resize(sh.count);
+  return full;
 }
 
 }  // namespace tz

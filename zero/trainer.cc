@@ -16,6 +16,7 @@
 #include "model/gpt_init.h"
 #include "model/safetensors.h"
 #include "model/token_file.h"
+#include "zero/engine.h"
 
 namespace tz {
 namespace {
@@ -61,15 +62,43 @@ Corpus load_corpus(const TrainOptions& opt) {
   return c;
 }
 
-char* fmt(char* buf, std::size_t n, const char* f, double v) {
-  std::snprintf(buf, n, f, v);
-  return buf;
+}  // namespace
+
+namespace {
+
+nlohmann::json comm_delta(const CommStats& now, const CommStats& before) {
+  nlohmann::json j;
+  for (int c = 0; c < kNumCollectives; ++c) {
+    double el = now.elements_sent[c] - before.elements_sent[c];
+    int calls = now.calls[c] - before.calls[c];
+    if (calls == 0) continue;
+    j[collective_name(Collective(c))] = {{"elements_sent", el},
+                                         {"bytes_sent", now.bytes_sent[c] - before.bytes_sent[c]},
+                                         {"wait_ms", 1000.0 * (now.wait_seconds[c] - before.wait_seconds[c])},
+                                         {"calls", calls}};
+  }
+  return j;
+}
+
+double total_wait_ms(const CommStats& now, const CommStats& before) {
+  double s = 0;
+  for (int c = 0; c < kNumCollectives; ++c) s += now.wait_seconds[c] - before.wait_seconds[c];
+  return 1000.0 * s;
+}
+
+float mean_over_ranks(Communicator& comm, float x) {
+  if (comm.size() == 1) return x;
+  comm.all_reduce(&x, 1, DType::f32)->wait();
+  return x / float(comm.size());
 }
 
 }  // namespace
 
-TrainResult train(const TrainOptions& opt, const std::function<void(const std::string&)>& log_fn) {
+TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_fn,
+                  const std::function<void(int, Engine&)>& before_step) {
+  const bool root = comm.rank() == 0;
   auto log = [&](const std::string& s) {
+    if (!root) return;
     if (log_fn)
       log_fn(s);
     else
@@ -77,6 +106,13 @@ TrainResult train(const TrainOptions& opt, const std::function<void(const std::s
   };
   TZ_CHECK(opt.steps >= 1, "--steps must be at least 1, got ", opt.steps);
   TZ_CHECK(opt.micro_batch >= 1, "--micro-batch must be at least 1, got ", opt.micro_batch);
+  TZ_CHECK(opt.grad_accum >= 1, "--grad-accum must be at least 1, got ", opt.grad_accum);
+  const int world = comm.size();
+  if (opt.train_batch_size > 0)
+    TZ_CHECK(opt.train_batch_size == opt.micro_batch * opt.grad_accum * world, "train_batch_size ",
+             opt.train_batch_size, " must equal train_micro_batch_size_per_gpu (", opt.micro_batch,
+             ") x gradient_accumulation_steps (", opt.grad_accum, ") x world size (", world, ") = ",
+             opt.micro_batch * opt.grad_accum * world);
   GptConfig cfg = opt.model;
   ParamLayout layout = ParamLayout::build(cfg);
 
@@ -87,32 +123,35 @@ TrainResult train(const TrainOptions& opt, const std::function<void(const std::s
     init_gpt_params(cfg, layout, opt.seed, init);
 
   Corpus corpus = load_corpus(opt);
-  DataLoader train_loader(std::move(corpus.train), opt.micro_batch, opt.seq_len, 0, 1, opt.seed, opt.shuffle,
-                          cfg.vocab_size, corpus.train_name);
+  DataLoader train_loader(std::move(corpus.train), opt.micro_batch, opt.seq_len, comm.rank(), world, opt.seed,
+                          opt.shuffle, cfg.vocab_size, corpus.train_name);
   std::unique_ptr<DataLoader> val_loader;
   if (!corpus.val.empty())
-    val_loader = std::make_unique<DataLoader>(std::move(corpus.val), opt.micro_batch, opt.seq_len, 0, 1, opt.seed,
-                                              false, cfg.vocab_size, corpus.val_name);
+    val_loader = std::make_unique<DataLoader>(std::move(corpus.val), opt.micro_batch, opt.seq_len, comm.rank(), world,
+                                              opt.seed, false, cfg.vocab_size, corpus.val_name);
 
   auto dev = make_device(opt.device, opt.device_mem);
   LrConfig lr = opt.lr;
   lr.total_steps = opt.steps;
-  Engine engine(*dev, layout, opt.dtype, init, opt.adam, lr);
+  Engine engine(*dev, comm, layout, opt.dtype, init, opt.adam, lr, opt.zero, opt.fp16, opt.grad_accum);
   init.clear();
   init.shrink_to_fit();
   Gpt model(*dev, cfg, GptShape{opt.micro_batch, opt.seq_len}, opt.dtype, opt.checkpointing);
 
-  char line[512];
+  char line[640];
   std::snprintf(line, sizeof line,
-                "model %s: %d layers, %d heads, %d embd, vocab %d (padded %d), %.2fM params | %s | micro-batch %d x "
-                "seq %d | device %s: params+grads+optimizer %s, activations %s, budget %s",
+                "model %s: %d layers, %d heads, %d embd, vocab %d (padded %d), %.2fM params | %s | %d rank%s, ZeRO "
+                "stage %d | micro-batch %d x seq %d x accum %d | per rank on %s: params+grads+optimizer %s, "
+                "buckets+gathers %s, activations %s, budget %s",
                 opt.model_name.c_str(), cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.vocab_size, cfg.padded_vocab_size,
-                cfg.num_parameters_unpadded() / 1e6, std::string(dtype_name(opt.dtype)).c_str(), opt.micro_batch,
-                opt.seq_len, device_kind_name(opt.device).c_str(), format_bytes(engine.persistent_bytes()).c_str(),
-                format_bytes(model.activation_bytes()).c_str(), format_bytes(opt.device_mem).c_str());
+                cfg.num_parameters_unpadded() / 1e6, std::string(dtype_name(opt.dtype)).c_str(), world,
+                world == 1 ? "" : "s", opt.zero.stage, opt.micro_batch, opt.seq_len, opt.grad_accum,
+                device_kind_name(opt.device).c_str(), format_bytes(engine.persistent_bytes()).c_str(),
+                format_bytes(engine.transient_bytes()).c_str(), format_bytes(model.activation_bytes()).c_str(),
+                format_bytes(opt.device_mem).c_str());
   log(line);
 
-  MetricsWriter metrics(opt.metrics);
+  MetricsWriter metrics(root ? opt.metrics : std::string());
   const std::size_t BT = std::size_t(opt.micro_batch) * opt.seq_len;
   std::vector<std::int32_t> inputs(BT), targets(BT);
   TrainResult result;
@@ -124,63 +163,104 @@ TrainResult train(const TrainOptions& opt, const std::function<void(const std::s
     int n = std::max(1, std::min<int>(opt.val_batches, int(val_loader->batches_per_epoch())));
     for (int i = 0; i < n; ++i) {
       val_loader->next_batch(inputs.data(), targets.data());
+      engine.begin_micro_step(false);
       sum += model.forward(engine, inputs.data(), targets.data(), 1.0f);
     }
-    result.val_loss = float(sum / n);
+    result.val_loss = mean_over_ranks(comm, float(sum / n));
     char b[128];
-    std::snprintf(b, sizeof b, "step %d | val loss %.4f (%d batches)", step, result.val_loss, n);
+    std::snprintf(b, sizeof b, "step %d | val loss %.4f (%d batches x %d ranks)", step, result.val_loss, n, world);
     log(b);
-    metrics.write({{"step", step}, {"val_loss", result.val_loss}});
+    nlohmann::json rec = {{"step", step}, {"val_loss", result.val_loss}};
+    metrics.write(rec);
+    result.metrics.push_back(rec);
   };
 
   double total_ms = 0;
   for (int step = 1; step <= opt.steps; ++step) {
+    CommStats before = comm.stats();
     auto t0 = Clock::now();
-    train_loader.next_batch(inputs.data(), targets.data());
-    double data_ms = ms_since(t0);
-    auto t1 = Clock::now();
-    float loss = model.forward(engine, inputs.data(), targets.data(), 1.0f);
-    TZ_CHECK(std::isfinite(loss), "the training loss is ", loss, " at step ", step,
-             ": training diverged; lower --lr or raise --warmup");
-    double fwd_ms = ms_since(t1);
-    auto t2 = Clock::now();
-    model.backward(engine);
-    double bwd_ms = ms_since(t2);
+    double data_ms = 0, fwd_ms = 0, bwd_ms = 0;
+    double loss_sum = 0;
+    float dscale = engine.dloss_scale();
+    for (int micro = 0; micro < opt.grad_accum; ++micro) {
+      auto ta = Clock::now();
+      train_loader.next_batch(inputs.data(), targets.data());
+      auto tb = Clock::now();
+      engine.begin_micro_step(micro == opt.grad_accum - 1);
+      float loss = model.forward(engine, inputs.data(), targets.data(), dscale);
+      auto tc = Clock::now();
+      model.backward(engine);
+      engine.end_micro_step();
+      if (before_step && micro == opt.grad_accum - 1) before_step(step, engine);
+      auto td = Clock::now();
+      data_ms += std::chrono::duration<double, std::milli>(tb - ta).count();
+      fwd_ms += std::chrono::duration<double, std::milli>(tc - tb).count();
+      bwd_ms += std::chrono::duration<double, std::milli>(td - tc).count();
+      loss_sum += loss;
+    }
     auto t3 = Clock::now();
     StepStats st = engine.step();
     double opt_ms = ms_since(t3);
+    float loss = mean_over_ranks(comm, float(loss_sum / opt.grad_accum));
+    TZ_CHECK(std::isfinite(loss) || opt.dtype == DType::f16, "the training loss is ", loss, " at step ", step,
+             ": training diverged; lower --lr or raise --warmup");
     double step_ms = ms_since(t0);
     total_ms += step_ms;
     result.losses.push_back(loss);
-    double tok_s = double(BT) / (step_ms / 1000.0);
+    result.loss_scales.push_back(st.loss_scale);
+    if (st.skipped) {
+      result.skipped_steps.push_back(step);
+      char b[160];
+      std::snprintf(b, sizeof b, "step %d skipped on every rank: fp16 gradient overflow at loss scale %g (now %g)", step,
+                    st.loss_scale, engine.dloss_scale() * opt.grad_accum);
+      log(b);
+    }
+    CommStats after = comm.stats();
+    double wait_ms = total_wait_ms(after, before);
+    double tok_s = double(BT) * opt.grad_accum * world / (step_ms / 1000.0);
     if (opt.log_every > 0 && (step % opt.log_every == 0 || step == 1 || step == opt.steps)) {
       char b1[32];
+      std::snprintf(b1, sizeof b1, "%.0f", tok_s);
       std::snprintf(line, sizeof line,
-                    "step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %8.1f ms | %s tok/s | mem %s (peak %s)", step,
-                    opt.steps, loss, st.lr, st.grad_norm, step_ms, fmt(b1, sizeof b1, "%.0f", tok_s),
+                    "step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %8.1f ms (comm wait %.1f) | %s tok/s | mem %s "
+                    "(peak %s)",
+                    step, opt.steps, loss, st.lr, st.grad_norm, step_ms, wait_ms, b1,
                     format_bytes(dev->memory().used()).c_str(), format_bytes(dev->memory().peak()).c_str());
       log(line);
     }
-    metrics.write({{"step", step},
-                   {"loss", loss},
-                   {"lr", st.lr},
-                   {"grad_norm", st.grad_norm},
-                   {"tokens_per_s", tok_s},
-                   {"ms", {{"data", data_ms}, {"forward", fwd_ms}, {"backward", bwd_ms}, {"optimizer", opt_ms},
-                           {"step", step_ms}}},
-                   {"bytes", {{"device", dev->memory().used()}}},
-                   {"peak_bytes", {{"device", dev->memory().peak()}}}});
+    nlohmann::json rec = {
+        {"step", step},
+        {"loss", loss},
+        {"lr", st.lr},
+        {"grad_norm", st.grad_norm},
+        {"loss_scale", st.loss_scale},
+        {"skipped", st.skipped},
+        {"tokens_per_s", tok_s},
+        {"ms", {{"data", data_ms}, {"forward", fwd_ms}, {"backward", bwd_ms}, {"optimizer", opt_ms},
+                {"comm_wait", wait_ms}, {"step", step_ms}}},
+        {"comm", comm_delta(after, before)},
+        {"bytes", {{"device", dev->memory().used()}}},
+        {"peak_bytes", {{"device", dev->memory().peak()}}}};
+    metrics.write(rec);
+    result.metrics.push_back(std::move(rec));
     if (opt.val_every > 0 && step % opt.val_every == 0 && step != opt.steps) validate(step);
   }
   validate(opt.steps);
   result.mean_step_ms = total_ms / opt.steps;
   result.peak_device_bytes = dev->memory().peak();
+  result.persistent_bytes = engine.persistent_bytes();
+  result.transient_bytes = engine.transient_bytes();
 
   if (!opt.save_safetensors.empty()) {
-    std::vector<const float*> groups;
-    for (std::size_t g = 0; g < layout.groups.size(); ++g) groups.push_back(engine.master(int(g)));
-    save_gpt_safetensors(opt.save_safetensors, layout, groups, DType::f32);
-    log("saved " + opt.save_safetensors);
+    std::vector<std::vector<float>> full;
+    for (std::size_t g = 0; g < layout.groups.size(); ++g) full.push_back(engine.gather_master(int(g)));
+    if (root) {
+      std::vector<const float*> groups;
+      for (auto& f : full) groups.push_back(f.data());
+      save_gpt_safetensors(opt.save_safetensors, layout, groups, DType::f32);
+      log("saved " + opt.save_safetensors);
+    }
+    if (comm.size() > 1) comm.barrier()->wait();
   }
   return result;
 }

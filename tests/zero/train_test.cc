@@ -24,8 +24,13 @@ TrainOptions tiny(int steps) {
 
 void quiet(const std::string&) {}
 
+TrainResult run(const TrainOptions& o) {
+  auto comm = make_self_comm();
+  return train(o, *comm, quiet);
+}
+
 TEST(Train, TinyPresetLowersTheLossOnTheDefaultCorpusBy2NatsIn200Steps) {
-  TrainResult r = train(tiny(200), quiet);
+  TrainResult r = run(tiny(200));
   ASSERT_EQ(r.losses.size(), 200u);
   // A byte-level model starts near ln(256) = 5.55 nats. After 200 steps (batch 4 x 64, lr 1e-3) it has
   // learned English letter statistics: the mean of the last 20 losses is at least 2 nats lower
@@ -37,7 +42,7 @@ TEST(Train, TinyPresetLowersTheLossOnTheDefaultCorpusBy2NatsIn200Steps) {
 }
 
 TEST(Train, TheSameSeedGivesBitwiseIdenticalLosses) {
-  TrainResult a = train(tiny(5), quiet), b = train(tiny(5), quiet);
+  TrainResult a = run(tiny(5)), b = run(tiny(5));
   EXPECT_EQ(a.losses, b.losses);
 }
 
@@ -45,7 +50,7 @@ TEST(Train, AModelThatDoesNotFitTheDeviceBudgetFailsWithTheBudgetError) {
   TrainOptions o = tiny(1);
   o.device_mem = 1 << 20;  // 1 MiB: the tiny model's states alone take ~1.8 MiB
   try {
-    train(o, quiet);
+    run(o);
     FAIL() << "expected the budget error";
   } catch (const Error& e) {
     std::string m = e.what();
@@ -58,26 +63,26 @@ TEST(Train, ASavedModelLoadsBackWithIdenticalWeights) {
   testing::TestDir dir;
   TrainOptions o = tiny(5);
   o.save_safetensors = dir.file("tiny.safetensors");
-  TrainResult first = train(o, quiet);
+  TrainResult first = run(o);
   // Continue from the file with lr 0: AdamW then leaves the weights as loaded, so the validation
   // loss after its one step must equal, bitwise, the first run's final validation loss.
   TrainOptions again = tiny(1);
   again.init_from = o.save_safetensors;
   again.lr.lr = 0.0f;
-  TrainResult second = train(again, quiet);
+  TrainResult second = run(again);
   EXPECT_EQ(first.val_loss, second.val_loss);
   EXPECT_GT(first.val_loss, 0.0f);
 }
 
 TEST(Train, ValidationLossIsTheSameWithActivationCheckpointingAndBf16IsClose) {
-  TrainResult plain = train(tiny(10), quiet);
+  TrainResult plain = run(tiny(10));
   TrainOptions ck = tiny(10);
   ck.checkpointing = ActivationCheckpointing::per_block;
-  TrainResult rec = train(ck, quiet);
+  TrainResult rec = run(ck);
   EXPECT_EQ(plain.losses, rec.losses);  // recomputation repeats the same arithmetic
   TrainOptions b = tiny(10);
   b.dtype = DType::bf16;
-  TrainResult half = train(b, quiet);
+  TrainResult half = run(b);
   // bf16 matmul inputs (8 significant bits) shift each loss by well under 1% over 10 steps here.
   for (std::size_t i = 0; i < plain.losses.size(); ++i)
     EXPECT_NEAR(half.losses[i], plain.losses[i], 0.01 * plain.losses[i]) << "step " << i + 1;
@@ -87,7 +92,7 @@ TEST(Train, MissingDataFileIsReportedByName) {
   TrainOptions o = tiny(1);
   o.data = "/nonexistent/train.bin";
   try {
-    train(o, quiet);
+    run(o);
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("/nonexistent/train.bin"), std::string::npos) << e.what();

@@ -1,0 +1,41 @@
+// DeepSpeed's dynamic loss-scale update rule.
+#include "zero/loss_scaler.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "core/error.h"
+
+namespace tz {
+
+LossScaler::LossScaler(const LossScaleOptions& o) : enabled_(true) {
+  TZ_CHECK(o.loss_scale >= 0, "fp16.loss_scale must be >= 0 (0: dynamic), got ", o.loss_scale);
+  TZ_CHECK(o.hysteresis >= 1, "fp16.hysteresis must be >= 1, got ", o.hysteresis);
+  TZ_CHECK(o.loss_scale_window >= 1, "fp16.loss_scale_window must be >= 1, got ", o.loss_scale_window);
+  dynamic_ = o.loss_scale == 0;
+  scale_ = dynamic_ ? std::ldexp(1.0f, o.initial_scale_power) : o.loss_scale;
+  min_scale_ = o.min_loss_scale;
+  window_ = o.loss_scale_window;
+  hysteresis_ = cur_hysteresis_ = o.hysteresis;
+}
+
+bool LossScaler::update(bool overflow) {
+  if (!enabled_) return overflow;
+  if (!dynamic_) return overflow;
+  if (overflow) {
+    // As DeepSpeed: with hysteresis h, the first h-1 overflows only count down; the h-th halves.
+    if (cur_hysteresis_ <= 1)
+      scale_ = std::max(scale_ / 2.0f, min_scale_);
+    else
+      --cur_hysteresis_;
+    clean_steps_ = 0;
+    return true;
+  }
+  if (++clean_steps_ % window_ == 0) {
+    scale_ *= 2.0f;
+    cur_hysteresis_ = hysteresis_;
+  }
+  return false;
+}
+
+}  // namespace tz
