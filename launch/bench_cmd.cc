@@ -5,10 +5,13 @@
 
 #include <boost/program_options.hpp>
 
+#include "comm/mpi_comm.h"
 #include "core/error.h"
+#include "core/memory_budget.h"
 #include "launch/commands.h"
 #include "launch/model_options.h"
 #include "launch/parse_args.h"
+#include "perf/comm_bench.h"
 #include "perf/step_bench.h"
 
 namespace po = boost::program_options;
@@ -47,17 +50,77 @@ int bench_step(const std::vector<std::string>& args) {
   return 0;
 }
 
+int bench_comm(const std::vector<std::string>& args) {
+  CommBenchOptions o;
+  std::string ops = "all_reduce,reduce_scatter,all_gather", dtype = "fp32", min_bytes = "1K", max_bytes = "256M";
+  bool json = false;
+  po::options_description desc(
+      "tierzero bench comm: bandwidth of the MPI communicator's collectives on host buffers, like nccl-tests.\n"
+      "Run it under mpirun (e.g. mpirun -np 2 tierzero bench comm --max-bytes 1M); rank 0 prints.\n"
+      "Per size: time per call (mean of the timed iterations, slowest rank), algbw = size / time, and\n"
+      "busbw = algbw x factor, with factor 2(n-1)/n for all_reduce and (n-1)/n for reduce_scatter and\n"
+      "all_gather (size is the full message: the all-reduce buffer, the reduce-scatter input, the\n"
+      "all-gather output). #wrong counts elements that differ from the exact result, checked once\n"
+      "outside the timed loop. The MPI columns time the same blocking MPI call on the same buffers\n"
+      "(MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather): the limit.\n\nflags");
+  desc.add_options()
+      ("help,h", "print this help")
+      ("op", po::value(&ops)->default_value(ops), "comma-separated collectives: all_reduce, reduce_scatter, all_gather")
+      ("min-bytes", po::value(&min_bytes)->default_value(min_bytes), "smallest message; sizes double to --max-bytes")
+      ("max-bytes", po::value(&max_bytes)->default_value(max_bytes), "largest message, e.g. 1M, 256M")
+      ("dtype", po::value(&dtype)->default_value(dtype), "element type: fp32, bf16 or fp16")
+      ("iters", po::value(&o.iters)->default_value(o.iters), "timed iterations per size")
+      ("warmup-iters", po::value(&o.warmup_iters)->default_value(o.warmup_iters), "untimed iterations first")
+      ("json", po::bool_switch(&json), "print one JSON object (its rows array) instead of the table");
+  po::variables_map vm;
+  if (!parse_args(args, desc, vm, "bench comm")) return 0;
+  // Every rank validates the same flags before MPI starts, so a bad flag fails each of them alike.
+  o.collectives.clear();
+  std::stringstream ss(ops);
+  for (std::string op; std::getline(ss, op, ',');) {
+    if (op == "all_reduce") o.collectives.push_back(Collective::all_reduce);
+    else if (op == "reduce_scatter") o.collectives.push_back(Collective::reduce_scatter);
+    else if (op == "all_gather") o.collectives.push_back(Collective::all_gather);
+    else TZ_FAIL("unknown collective '", op, "' in --op: use all_reduce, reduce_scatter or all_gather");
+  }
+  TZ_CHECK(!o.collectives.empty(), "--op names no collective");
+  o.dtype = parse_compute_dtype(dtype);
+  o.min_bytes = parse_bytes(min_bytes);
+  o.max_bytes = parse_bytes(max_bytes);
+  TZ_CHECK(o.min_bytes >= 1 && o.min_bytes <= o.max_bytes, "--min-bytes (", min_bytes,
+           ") must be at least 1 byte and at most --max-bytes (", max_bytes, ")");
+  TZ_CHECK(o.iters >= 1 && o.warmup_iters >= 0, "--iters must be at least 1 and --warmup-iters at least 0");
+
+  auto world = make_mpi_world();
+  auto& comm = dynamic_cast<MpiCommunicator&>(*world);
+  nlohmann::json result;
+  try {
+    result = run_comm_bench(comm, o, json);
+  } catch (const Error& e) {
+    // The other ranks may be inside a collective this rank will never join: end the job, do not let it hang.
+    std::fprintf(stderr, "tierzero bench comm failed: %s\n", e.what());  // tz::Error names the rank
+    comm.abort(1);
+  } catch (const std::exception& e) {
+    log_line(std::string("tierzero bench comm failed: ") + e.what());
+    comm.abort(1);
+  }
+  if (json && comm.rank() == 0) std::cout << result.dump() << "\n";
+  return 0;
+}
+
 }  // namespace
 
 int bench_command(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::printf("usage: tierzero bench <name> [flags]\n\nbenchmarks:\n  step   one training step: ms, tokens/s, "
-                "GFLOP/s next to the matmul rate\n");
+                "GFLOP/s next to the matmul rate\n  comm   collective bandwidth (all_reduce, reduce_scatter, "
+                "all_gather) next to plain MPI; run under mpirun\n");
     return args.empty() ? 2 : 0;
   }
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "step") return bench_step(rest);
-  TZ_FAIL("unknown benchmark '", args[0], "': use step (see tierzero bench --help)");
+  if (args[0] == "comm") return bench_comm(rest);
+  TZ_FAIL("unknown benchmark '", args[0], "': use step or comm (see tierzero bench --help)");
 }
 
 }  // namespace tz

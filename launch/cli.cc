@@ -22,7 +22,8 @@ const char* kUsage =
     "commands:\n"
     "  train   train a GPT-2 model (presets tiny, gpt2, gpt2-medium, gpt2-large, gpt2-xl, or free sizes)\n"
     "  data    prepare token files: `tierzero data prepare --input FILE... --output train.bin`\n"
-    "  bench   benchmarks: `tierzero bench step` (training step time, tokens/s, GFLOP/s vs matmul rate)\n"
+    "  bench   benchmarks: `tierzero bench step` (training step time, tokens/s, GFLOP/s vs matmul rate),\n"
+    "          `tierzero bench comm` (collectives: time, algbw, busbw vs the same call through MPI)\n"
     "\n"
     "docs: README.md, docs/configuration.md, docs/ARCHITECTURE.md, perf/README.md\n";
 
