@@ -42,7 +42,7 @@ int train_command(const std::vector<std::string>& args) {
       ("metrics", po::value(&o.metrics)->default_value(""),
        "write one JSON object per step (and per validation) to this JSONL file, created anew")
       ("steps", po::value(&o.steps)->default_value(o.steps), "optimizer steps")
-      ("micro-batch", po::value(&o.micro_batch)->default_value(o.micro_batch), "sequences per micro-batch")
+      ("micro-batch", po::value(&o.micro_batch)->default_value(o.micro_batch), "sequences per micro-batch on each rank")
       ("lr", po::value(&o.lr.lr)->default_value(o.lr.lr), "peak learning rate")
       ("min-lr", po::value(&o.lr.min_lr)->default_value(o.lr.min_lr), "final learning rate of the cosine schedule")
       ("warmup", po::value(&o.lr.warmup)->default_value(o.lr.warmup), "linear warm-up steps")
@@ -128,11 +128,27 @@ int train_command(const std::vector<std::string>& args) {
     load_ds_config(config, o, [&](const std::string& f) { return vm.count(f) && !vm[f].defaulted(); });
   TZ_CHECK(o.zero.stage >= 0 && o.zero.stage <= 3, "--zero-stage must be 0, 1, 2 or 3, got ", o.zero.stage);
   TZ_CHECK(comm_timeout > 0, "--comm-timeout must be positive, got ", comm_timeout);
+  TZ_CHECK(o.lr.lr > 0, "--lr must be positive, got ", o.lr.lr);
+  TZ_CHECK(o.adam.beta1 >= 0 && o.adam.beta1 < 1 && o.adam.beta2 >= 0 && o.adam.beta2 < 1,
+           "--beta1 and --beta2 must be in [0, 1), got ", o.adam.beta1, " and ", o.adam.beta2);
+  TZ_CHECK(o.adam.eps > 0, "--eps must be positive, got ", o.adam.eps);
+  TZ_CHECK(o.adam.grad_clip >= 0, "--grad-clip must be >= 0 (0: off), got ", o.adam.grad_clip);
+  TZ_CHECK(o.zero.reduce_bucket_size >= 1 && o.zero.allgather_bucket_size >= 1,
+           "--reduce-bucket-size and --allgather-bucket-size must be at least 1 element");
+  TZ_CHECK(o.fp16.initial_scale_power >= 0 && o.fp16.initial_scale_power <= 127,
+           "--initial-scale-power must be in 0..127 (the scale must be a finite float), got ",
+           o.fp16.initial_scale_power);
+  TZ_CHECK(o.fp16.min_loss_scale > 0, "--min-loss-scale must be positive, got ", o.fp16.min_loss_scale);
 
   // One process per rank: under mpirun or srun --mpi=pmix the ranks talk over MPI; alone, no MPI.
   WorldInfo world = discover_world();
   std::unique_ptr<Communicator> comm = world.source == "single" ? make_self_comm() : make_mpi_world();
   comm->set_timeout(std::chrono::milliseconds(std::int64_t(comm_timeout * 1000)));
+  if (comm->size() != world.size) {
+    TZ_FAIL("the launcher says this is rank ", world.rank, " of ", world.size, " (from ", world.source,
+            " variables) but MPI sees ", comm->size(), " process(es): under Slurm use srun --mpi=pmix (Debian's ",
+            "Open MPI needs PMIx), or start the job with mpirun");
+  }
   try {
     train(o, *comm);
   } catch (const std::exception& e) {

@@ -13,7 +13,8 @@ THREADS=$(( $(nproc) / 2 ))
 if [ "$THREADS" -lt 1 ]; then THREADS=1; fi
 # A 4-block GPT (0.8M parameters, byte vocabulary); each rank trains on its own 4 x 128 tokens per
 # step (a global batch of 8 sequences), parameters, gradients and optimizer states sharded in two.
-mpirun -np 2 --oversubscribe $ROOT_FLAG -x OMP_NUM_THREADS="$THREADS" \
+# --bind-to none: Open MPI would pin each rank to one core, and its OpenMP threads with it.
+mpirun -np 2 --oversubscribe --bind-to none $ROOT_FLAG -x OMP_NUM_THREADS="$THREADS" \
   ./build/launch/tierzero train --zero-stage 3 --model tiny --n-layer 4 --n-head 4 --n-embd 128 \
   --seq-len 128 --micro-batch 4 --steps 1000 --lr 2e-3 --warmup 50 --lr-schedule cosine --min-lr 2e-4 \
   --log-every 50 --val-every 250 --metrics out/quickstart-metrics.jsonl --save-safetensors out/quickstart.safetensors

@@ -89,7 +89,8 @@ Engine::Engine(Device& dev, Communicator& comm, const ParamLayout& layout, DType
       if (stage_ == 1) return grad_full_[g].data() + map_.shard(g).offset;
       return grad_shard_[g].data();
     };
-    reducer_ = std::make_unique<GradReducer>(dev, comm, map_, mode, zero.reduce_bucket_size, dest, deliver);
+    reducer_ =
+        std::make_unique<GradReducer>(dev, comm, map_, mode, zero.reduce_bucket_size, dest, deliver, zero.overlap_comm);
   }
   if (stage_ == 3) {
     gatherer_ = std::make_unique<ParamGatherer>(

@@ -18,8 +18,8 @@ struct GradReducer::Bucket {
 };
 
 GradReducer::GradReducer(Device& dev, Communicator& comm, const ShardMap& map, ReduceMode mode,
-                         std::size_t bucket_elems, std::function<float*(int)> dest, Deliver deliver)
-    : dev_(dev), comm_(comm), map_(map), mode_(mode), dest_(std::move(dest)), deliver_(deliver) {
+                         std::size_t bucket_elems, std::function<float*(int)> dest, Deliver deliver, bool overlap)
+    : dev_(dev), comm_(comm), map_(map), mode_(mode), dest_(std::move(dest)), deliver_(deliver), overlap_(overlap) {
   std::size_t largest = 0;
   for (int g = 0; g < map.groups(); ++g) largest = std::max(largest, map.group(g).padded);
   std::size_t unit = kShardAlign * std::size_t(map.world());
@@ -51,6 +51,7 @@ void GradReducer::push(int g, const float* grad) {
   std::size_t room = mode_ == ReduceMode::reduce_scatter ? capacity_ / N : capacity_;
   if (b->used + need > room) {
     launch(*b);
+    if (!overlap_) finish(*b);
     filling_ ^= 1;
     b = buckets_[filling_].get();
     if (b->work) finish(*b);  // the other bucket must be delivered before it is refilled

@@ -21,8 +21,10 @@ class GradReducer {
  public:
   // dest(g): where group g's result goes: its padded length for all_reduce, its shard for
   // reduce_scatter. bucket_elems is the reduce_bucket_size (raised to the largest group).
+  // With overlap off (DeepSpeed's overlap_comm: false) each bucket is reduced and delivered as soon as
+  // it is launched, so no collective runs while backward computes.
   GradReducer(Device& dev, Communicator& comm, const ShardMap& map, ReduceMode mode, std::size_t bucket_elems,
-              std::function<float*(int)> dest, Deliver deliver);
+              std::function<float*(int)> dest, Deliver deliver, bool overlap = true);
   ~GradReducer();
 
   // Adds group g's gradient (padded length, fp32) to the filling bucket; the caller may reuse `grad`
@@ -47,6 +49,7 @@ class GradReducer {
   ReduceMode mode_;
   std::function<float*(int)> dest_;
   Deliver deliver_;
+  bool overlap_;
   std::size_t capacity_ = 0;
   std::vector<std::unique_ptr<Bucket>> buckets_;
   int filling_ = 0;

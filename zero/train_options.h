@@ -1,5 +1,5 @@
-// Everything a training run is configured with, filled once by launch/ from the command line (and,
-// later, a DeepSpeed-style JSON config); nothing below launch/ reads the environment or argv.
+// Everything a training run is configured with, filled once by launch/ from the command line and a
+// DeepSpeed-style JSON config; nothing below launch/ reads the environment or argv.
 #pragma once
 
 #include <cstddef>

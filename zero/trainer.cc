@@ -1,4 +1,4 @@
-// The single-rank training loop (ZeRO stages extend the engine, not this loop's shape).
+// The training loop every rank runs: micro-steps, the engine's step, metrics, validation, export.
 #include "zero/trainer.h"
 
 #include <algorithm>
@@ -168,7 +168,8 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
     }
     result.val_loss = mean_over_ranks(comm, float(sum / n));
     char b[128];
-    std::snprintf(b, sizeof b, "step %d | val loss %.4f (%d batches x %d ranks)", step, result.val_loss, n, world);
+    std::snprintf(b, sizeof b, "step %d | val loss %.4f (%d batches x %d rank%s)", step, result.val_loss, n, world,
+                  world == 1 ? "" : "s");
     log(b);
     nlohmann::json rec = {{"step", step}, {"val_loss", result.val_loss}};
     metrics.write(rec);

@@ -14,7 +14,7 @@ if [ "$(id -u)" -eq 0 ]; then ROOT_FLAG="--allow-run-as-root"; fi
 THREADS=$(( $(nproc) / NP )); if [ "$THREADS" -lt 1 ]; then THREADS=1; fi
 out=$(mktemp -d)
 for stage in 0 1 2 3; do
-  mpirun -np "$NP" --oversubscribe $ROOT_FLAG -x OMP_NUM_THREADS="$THREADS" "$BUILD/launch/tierzero" train \
+  mpirun -np "$NP" --oversubscribe --bind-to none $ROOT_FLAG -x OMP_NUM_THREADS="$THREADS" "$BUILD/launch/tierzero" train \
     --zero-stage "$stage" --steps "$STEPS" --log-every 0 --val-batches 1 --metrics "$out/stage$stage.jsonl" \
     "${EXTRA[@]}" > "$out/stage$stage.log"
   grep -m1 "^model" "$out/stage$stage.log"
