@@ -11,7 +11,9 @@
 #include "launch/commands.h"
 #include "launch/model_options.h"
 #include "launch/parse_args.h"
+#include "perf/adam_bench.h"
 #include "perf/comm_bench.h"
+#include "perf/io_bench.h"
 #include "perf/step_bench.h"
 
 namespace po = boost::program_options;
@@ -108,19 +110,85 @@ int bench_comm(const std::vector<std::string>& args) {
   return 0;
 }
 
+int bench_adam(const std::vector<std::string>& args) {
+  AdamBenchOptions o;
+  std::string params = std::to_string(o.params), isa;
+  bool json = false, no_core = false;
+  po::options_description desc(
+      "tierzero bench adam: CPU Adam (offload/cpu_adam.h) over one large shard, as ZeRO-Offload steps it.\n"
+      "Per pass: ms per step (median of the timed reps), GB/s moved = params x bytes per param / time, with\n"
+      "28 B per param (read p, g, m, v; write p, m, v) plus 2 B for a bf16/fp16 working write, and the\n"
+      "fraction of the limit: the same chunks, threads and vector width moving Adam's bytes with no\n"
+      "arithmetic. Passes run interleaved on the same buffers; fractions and overheads are medians of the\n"
+      "per-repetition ratios (the shared machine's bandwidth drifts). #wrong counts sampled elements that differ\n"
+      "in any bit from the scalar reference, checked once after the timed reps. OMP_NUM_THREADS sets the\n"
+      "threads; TZ_CPU_ADAM_ISA or --isa the vector path.\n\nflags");
+  desc.add_options()
+      ("help,h", "print this help")
+      ("params", po::value(&params)->default_value(params), "parameters in the shard (e.g. 100000000 or 1e8)")
+      ("threads", po::value(&o.threads)->default_value(o.threads),
+       "informational: recorded and checked against OpenMP's thread count (OMP_NUM_THREADS decides)")
+      ("reps", po::value(&o.reps)->default_value(o.reps), "timed repetitions of each pass (median reported)")
+      ("warmup-reps", po::value(&o.warmup_reps)->default_value(o.warmup_reps), "untimed repetitions first")
+      ("isa", po::value(&isa), "vector path: avx512, avx2 or scalar (default: what cpu_adamw chooses)")
+      ("no-core-backend", po::bool_switch(&no_core), "skip the core CPU backend's generic adamw")
+      ("json", po::bool_switch(&json), "print one JSON object instead of the table");
+  po::variables_map vm;
+  if (!parse_args(args, desc, vm, "bench adam")) return 0;
+  o.params = parse_count("params", params);
+  if (!isa.empty()) o.isa = select_cpu_adam_isa(isa.c_str());
+  o.core_backend = !no_core;
+  auto result = run_adam_bench(o, json);
+  if (json) std::cout << result.dump() << "\n";
+  return 0;
+}
+
+int bench_io(const std::vector<std::string>& args) {
+  IoBenchOptions o;
+  std::string size = "4G", block = "1M", buffer = "256M", checksums = "on";
+  bool json = false;
+  po::options_description desc(
+      "tierzero bench io: sequential write then read of one NVMe-store shard (io_uring, O_DIRECT, pinned\n"
+      "registered buffers, per-block XXH3 checksums), GB/s each (1e9 bytes/s), no fsync. Compare with\n"
+      "fio --ioengine=io_uring --direct=1 at the same --bs/--iodepth (perf/scripts/bench_io_vs_fio.sh).\n\nflags");
+  desc.add_options()
+      ("help,h", "print this help")
+      ("path", po::value(&o.path)->default_value(o.path), "directory for the store's files (removed afterwards)")
+      ("size", po::value(&size)->default_value(size), "shard size, e.g. 4G")
+      ("block-size", po::value(&block)->default_value(block), "aio.block_size: bytes per request, e.g. 1M, 128K")
+      ("queue-depth", po::value(&o.queue_depth)->default_value(o.queue_depth), "aio.queue_depth: requests in flight")
+      ("checksums", po::value(&checksums)->default_value(checksums), "on or off: XXH3-64 per block")
+      ("buffer", po::value(&buffer)->default_value(buffer), "pinned staging arena per direction")
+      ("json", po::bool_switch(&json), "print one JSON object instead of the table");
+  po::variables_map vm;
+  if (!parse_args(args, desc, vm, "bench io")) return 0;
+  o.size = parse_bytes(size);
+  o.block_size = parse_bytes(block);
+  o.buffer_bytes = parse_bytes(buffer);
+  TZ_CHECK(checksums == "on" || checksums == "off", "--checksums must be on or off, not '", checksums, "'");
+  o.checksums = checksums == "on" ? Checksums::on : Checksums::off;
+  auto result = run_io_bench(o, json);
+  if (json) std::cout << result.dump() << "\n";
+  return result["wrong"].get<std::uint64_t>() == 0 ? 0 : 1;  // wrong bytes fail the run
+}
+
 }  // namespace
 
 int bench_command(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::printf("usage: tierzero bench <name> [flags]\n\nbenchmarks:\n  step   one training step: ms, tokens/s, "
                 "GFLOP/s next to the matmul rate\n  comm   collective bandwidth (all_reduce, reduce_scatter, "
-                "all_gather) next to plain MPI; run under mpirun\n");
+                "all_gather) next to plain MPI; run under mpirun\n"
+                "  adam   CPU Adam: ms and GB/s per step next to the access-pattern limit\n"
+                "  io     NVMe store sequential write/read GB/s (io_uring, O_DIRECT, checksums) next to fio\n");
     return args.empty() ? 2 : 0;
   }
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "step") return bench_step(rest);
   if (args[0] == "comm") return bench_comm(rest);
-  TZ_FAIL("unknown benchmark '", args[0], "': use step or comm (see tierzero bench --help)");
+  if (args[0] == "adam") return bench_adam(rest);
+  if (args[0] == "io") return bench_io(rest);
+  TZ_FAIL("unknown benchmark '", args[0], "': use step, comm, adam or io (see tierzero bench --help)");
 }
 
 }  // namespace tz

@@ -1,0 +1,202 @@
+// CPU Adam's AVX2 path (built with -mavx2 -mfma -mf16c; run only where cpu_adam.cc finds them):
+// 8 elements a vector, two per iteration (one cache line of each stream), a masked tail, the bf16/fp16
+// working copy rounded in registers. See cpu_adam_kernels.h for the prefetch and streaming stores.
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "offload/cpu_adam_kernels.h"
+
+namespace tz::cpu_adam_detail {
+namespace {
+
+struct Vec {
+  __m256 grad_scale, beta1, one_minus_beta1, beta2, one_minus_beta2, bias2_sqrt, eps, step_size, decay;
+};
+
+Vec broadcast(const Consts& k) {
+  return {
+      _mm256_set1_ps(k.c.grad_scale), _mm256_set1_ps(k.c.beta1),         _mm256_set1_ps(k.one_minus_beta1),
+      _mm256_set1_ps(k.c.beta2),      _mm256_set1_ps(k.one_minus_beta2), _mm256_set1_ps(k.c.bias2_sqrt),
+      _mm256_set1_ps(k.c.eps),        _mm256_set1_ps(k.c.step_size),     _mm256_set1_ps(k.decay)};
+}
+
+// math::adamw_update, operation for operation and operand for operand (the operand order decides
+// which NaN comes out when both are NaN). Division stays division and nothing fuses into FMA
+// (-ffp-contract=off, although -mfma is on): a reciprocal or a single rounding would change the bits.
+inline void update(const Vec& k, __m256& p, __m256& m, __m256& v, __m256 g) {
+  g = _mm256_mul_ps(g, k.grad_scale);
+  m = _mm256_add_ps(_mm256_mul_ps(k.beta1, m), _mm256_mul_ps(k.one_minus_beta1, g));
+  v = _mm256_add_ps(_mm256_mul_ps(k.beta2, v), _mm256_mul_ps(_mm256_mul_ps(k.one_minus_beta2, g), g));
+  const __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(v), k.bias2_sqrt), k.eps);
+  p = _mm256_sub_ps(_mm256_mul_ps(p, k.decay), _mm256_mul_ps(k.step_size, _mm256_div_ps(m, denom)));
+}
+
+// float_to_bf16 on 8 lanes with integer ops, as 32-bit lanes holding the result in their low half:
+// add 0x7fff plus the kept lowest bit (ties to even), keep the top half; NaN keeps its top half with
+// the quiet bit set.
+inline __m256i to_bf16_lanes(__m256 x) {
+  const __m256i u = _mm256_castps_si256(x);
+  const __m256i hi = _mm256_srli_epi32(u, 16);
+  const __m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
+  const __m256i rounded =
+      _mm256_srli_epi32(_mm256_add_epi32(u, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
+  const __m256i quiet = _mm256_or_si256(hi, _mm256_set1_epi32(0x40));
+  const __m256i nan = _mm256_castps_si256(_mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+  return _mm256_blendv_epi8(rounded, quiet, nan);
+}
+
+// 16 bf16 values from two vectors. Every lane is <= 0xffff, so the saturating pack is exact; it packs
+// within 128-bit halves (a0-3 b0-3 a4-7 b4-7), so the quadwords are put back in order.
+inline __m256i to_bf16(__m256 a, __m256 b) {
+  return _mm256_permute4x64_epi64(_mm256_packus_epi32(to_bf16_lanes(a), to_bf16_lanes(b)), 0xd8);
+}
+
+// float_to_fp16 is IEEE round-to-nearest-even with gradual underflow and quiet NaNs that keep the
+// top payload bits, which is what vcvtps2ph does under the imm rounding mode (MXCSR.DAZ is off).
+inline __m256i to_fp16(__m256 a, __m256 b) {
+  return _mm256_set_m128i(_mm256_cvtps_ph(b, _MM_FROUND_TO_NEAREST_INT),
+                          _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT));
+}
+
+// The address kPrefetchBytes past x, computed as an integer: it may lie past the end of the array
+// (prefetches never fault), where pointer arithmetic would be undefined.
+inline const char* prefetch_address(const float* x) {
+  return reinterpret_cast<const char*>(reinterpret_cast<std::uintptr_t>(x) + kPrefetchBytes);
+}
+
+inline void prefetch_ahead(const float* p, const float* m, const float* v, const float* g) {
+  _mm_prefetch(prefetch_address(p), _MM_HINT_T0);
+  _mm_prefetch(prefetch_address(m), _MM_HINT_T0);
+  _mm_prefetch(prefetch_address(v), _MM_HINT_T0);
+  _mm_prefetch(prefetch_address(g), _MM_HINT_T0);
+}
+
+template <Store S>
+inline void store_ps(float* out, __m256 x) {
+  if constexpr (S == Store::streaming)
+    _mm256_stream_ps(out, x);
+  else
+    _mm256_storeu_ps(out, x);
+}
+
+// Up to 8 elements (count >= 1) with masked loads and stores: masked-off lanes load zeros and are never
+// stored. AVX2 has no 16-bit masked store, so a low-precision result goes through a small array.
+template <WorkingOut W>
+void step_partial(const Vec& k, float* p, float* m, float* v, const float* g, std::size_t count,
+                  void* working) {
+  const __m256i mask =
+      _mm256_cmpgt_epi32(_mm256_set1_epi32(int(count)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  __m256 pv = _mm256_maskload_ps(p, mask), mv = _mm256_maskload_ps(m, mask), vv = _mm256_maskload_ps(v, mask);
+  update(k, pv, mv, vv, _mm256_maskload_ps(g, mask));
+  _mm256_maskstore_ps(p, mask, pv);
+  _mm256_maskstore_ps(m, mask, mv);
+  _mm256_maskstore_ps(v, mask, vv);
+  if constexpr (W == WorkingOut::f32) {
+    _mm256_maskstore_ps(static_cast<float*>(working), mask, pv);
+  } else if constexpr (W != WorkingOut::none) {
+    alignas(32) std::uint16_t half[16];
+    const __m256i h = W == WorkingOut::bf16 ? to_bf16(pv, pv) : to_fp16(pv, pv);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(half), h);
+    std::uint16_t* out = static_cast<std::uint16_t*>(working);
+    for (std::size_t j = 0; j < count; ++j) out[j] = half[j];
+  }
+}
+
+template <WorkingOut W, Store S>
+void run(const Consts& consts, float* p, float* m, float* v, const float* g, std::size_t n, void* working) {
+  const Vec k = broadcast(consts);
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    prefetch_ahead(p + i, m + i, v + i, g + i);
+    __m256 pa = _mm256_loadu_ps(p + i), ma = _mm256_loadu_ps(m + i), va = _mm256_loadu_ps(v + i);
+    __m256 pb = _mm256_loadu_ps(p + i + 8), mb = _mm256_loadu_ps(m + i + 8), vb = _mm256_loadu_ps(v + i + 8);
+    update(k, pa, ma, va, _mm256_loadu_ps(g + i));
+    update(k, pb, mb, vb, _mm256_loadu_ps(g + i + 8));
+    _mm256_storeu_ps(p + i, pa);
+    _mm256_storeu_ps(p + i + 8, pb);
+    _mm256_storeu_ps(m + i, ma);
+    _mm256_storeu_ps(m + i + 8, mb);
+    _mm256_storeu_ps(v + i, va);
+    _mm256_storeu_ps(v + i + 8, vb);
+    if constexpr (W == WorkingOut::f32) {
+      store_ps<S>(static_cast<float*>(working) + i, pa);
+      store_ps<S>(static_cast<float*>(working) + i + 8, pb);
+    } else if constexpr (W != WorkingOut::none) {
+      auto* out = reinterpret_cast<__m256i*>(static_cast<std::uint16_t*>(working) + i);
+      const __m256i h = W == WorkingOut::bf16 ? to_bf16(pa, pb) : to_fp16(pa, pb);
+      if constexpr (S == Store::streaming)
+        _mm256_stream_si256(out, h);
+      else
+        _mm256_storeu_si256(out, h);
+    }
+  }
+  for (; i < n; i += 8) {
+    const std::size_t count = n - i < 8 ? n - i : 8;
+    void* w =
+        W == WorkingOut::none ? nullptr : static_cast<char*>(working) + i * (W == WorkingOut::f32 ? 4 : 2);
+    step_partial<W>(k, p + i, m + i, v + i, g + i, count, w);
+  }
+  // Streaming stores are weakly ordered: fence them before another thread may read the copy.
+  if constexpr (S == Store::streaming) _mm_sfence();
+}
+
+template <WorkingOut W>
+void run(const Consts& k, float* p, float* m, float* v, const float* g, std::size_t n, void* working) {
+  // Streaming stores need the vector's natural alignment: 32 B.
+  if (W != WorkingOut::none && reinterpret_cast<std::uintptr_t>(working) % 32 == 0)
+    run<W, Store::streaming>(k, p, m, v, g, n, working);
+  else
+    run<W, Store::cached>(k, p, m, v, g, n, working);
+}
+
+}  // namespace
+
+void adamw_avx2(const Consts& k, float* p, float* m, float* v, const float* g, std::size_t n, void* working,
+                WorkingOut out) {
+  switch (out) {
+    case WorkingOut::none:
+      run<WorkingOut::none>(k, p, m, v, g, n, working);
+      break;
+    case WorkingOut::f32:
+      run<WorkingOut::f32>(k, p, m, v, g, n, working);
+      break;
+    case WorkingOut::bf16:
+      run<WorkingOut::bf16>(k, p, m, v, g, n, working);
+      break;
+    case WorkingOut::f16:
+      run<WorkingOut::f16>(k, p, m, v, g, n, working);
+      break;
+  }
+}
+
+void memory_pass_avx2(float* p, float* m, float* v, const float* g, std::size_t n) {
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    prefetch_ahead(p + i, m + i, v + i,
+                   g + i);  // as run() does, so the limit has every advantage the step has
+    __m256 a0 = _mm256_loadu_ps(p + i), b0 = _mm256_loadu_ps(m + i), c0 = _mm256_loadu_ps(v + i);
+    __m256 a1 = _mm256_loadu_ps(p + i + 8), b1 = _mm256_loadu_ps(m + i + 8), c1 = _mm256_loadu_ps(v + i + 8);
+    const __m256 d0 = _mm256_loadu_ps(g + i), d1 = _mm256_loadu_ps(g + i + 8);
+    // An empty asm that "may change" the loaded p, m, v and "uses" g: four loads and three stores
+    // survive, with no arithmetic between them.
+    asm volatile("" : "+x"(a0), "+x"(b0), "+x"(c0), "+x"(a1), "+x"(b1), "+x"(c1) : "x"(d0), "x"(d1));
+    _mm256_storeu_ps(p + i, a0);
+    _mm256_storeu_ps(p + i + 8, a1);
+    _mm256_storeu_ps(m + i, b0);
+    _mm256_storeu_ps(m + i + 8, b1);
+    _mm256_storeu_ps(v + i, c0);
+    _mm256_storeu_ps(v + i + 8, c1);
+  }
+  for (; i < n; ++i) {
+    float a = p[i], b = m[i], c = v[i];
+    const float d = g[i];
+    asm volatile("" : "+x"(a), "+x"(b), "+x"(c) : "x"(d));
+    p[i] = a;
+    m[i] = b;
+    v[i] = c;
+  }
+}
+
+}  // namespace tz::cpu_adam_detail

@@ -1,0 +1,54 @@
+// CPU Adam's portable path: math::adamw_update itself, element by element, for CPUs without AVX2.
+// It is the arithmetic the vector paths reproduce bit for bit.
+#include <cstddef>
+#include <type_traits>
+
+#include "core/dtype.h"
+#include "core/elementwise.h"
+#include "offload/cpu_adam_kernels.h"
+
+namespace tz::cpu_adam_detail {
+namespace {
+
+template <typename W>
+void run(const math::AdamCoeffs& c, float* p, float* m, float* v, const float* g, std::size_t n, W* out) {
+  for (std::size_t i = 0; i < n; ++i) {
+    math::adamw_update(p[i], m[i], v[i], g[i], c);
+    if constexpr (!std::is_void_v<W>) out[i] = from_float<W>(p[i]);
+  }
+}
+
+}  // namespace
+
+void adamw_scalar(const Consts& k, float* p, float* m, float* v, const float* g, std::size_t n, void* working,
+                  WorkingOut out) {
+  switch (out) {
+    case WorkingOut::none:
+      run(k.c, p, m, v, g, n, static_cast<void*>(nullptr));
+      break;
+    case WorkingOut::f32:
+      run(k.c, p, m, v, g, n, static_cast<float*>(working));
+      break;
+    case WorkingOut::bf16:
+      run(k.c, p, m, v, g, n, static_cast<bf16*>(working));
+      break;
+    case WorkingOut::f16:
+      run(k.c, p, m, v, g, n, static_cast<fp16*>(working));
+      break;
+  }
+}
+
+void memory_pass_scalar(float* p, float* m, float* v, const float* g, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    float a = p[i], b = m[i], c = v[i];
+    const float d = g[i];
+    // An empty asm that "may change" a, b, c and "uses" d: the compiler must load all four and store
+    // three, and can neither drop the stores of unchanged values nor the unused load of g.
+    asm volatile("" : "+x"(a), "+x"(b), "+x"(c) : "x"(d));
+    p[i] = a;
+    m[i] = b;
+    v[i] = c;
+  }
+}
+
+}  // namespace tz::cpu_adam_detail

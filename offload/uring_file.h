@@ -1,0 +1,234 @@
+// io_uring I/O for the NVMe tier: RAII file descriptors and rings, and UringEngine, which moves
+// whole extents between host memory and one or more (striped) O_DIRECT files at a fixed queue depth.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/types.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"  // submit() and IoHandle::wait() throw tz::Error
+
+struct io_uring;
+
+namespace tz {
+
+// An open file descriptor and the path it came from (for error messages). Move-only; closes on
+// destruction and logs (never throws) if close fails.
+class FileDescriptor {
+ public:
+  FileDescriptor() = default;
+  FileDescriptor(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
+  // open(2), or a tz::Error naming the path and errno. EINVAL with O_DIRECT is reported as "the
+  // filesystem does not support O_DIRECT".
+  static FileDescriptor open(const std::string& path, int flags, mode_t mode = 0600);
+  ~FileDescriptor() { close(); }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  FileDescriptor(FileDescriptor&& o) noexcept : fd_(std::exchange(o.fd_, -1)), path_(std::move(o.path_)) {}
+  FileDescriptor& operator=(FileDescriptor&& o) noexcept {
+    if (this != &o) {
+      close();
+      fd_ = std::exchange(o.fd_, -1);
+      path_ = std::move(o.path_);
+    }
+    return *this;
+  }
+
+  int get() const { return fd_; }
+  const std::string& path() const { return path_; }
+  explicit operator bool() const { return fd_ >= 0; }
+  void close() noexcept;
+
+ private:
+  int fd_ = -1;
+  std::string path_;
+};
+
+// One io_uring instance with `entries` submission slots. Move-only; the ring lives on the heap so a
+// move never relocates the struct the kernel's mmaps are described by.
+class UringRing {
+ public:
+  // Throws tz::Error with the errno (ENOSYS: kernel without io_uring; EPERM: disabled by
+  // kernel.io_uring_disabled or a seccomp profile).
+  explicit UringRing(unsigned entries);
+  ~UringRing();
+  UringRing(const UringRing&) = delete;
+  UringRing& operator=(const UringRing&) = delete;
+  UringRing(UringRing&&) noexcept = default;
+  UringRing& operator=(UringRing&&) noexcept = default;
+
+  io_uring* get() { return ring_.get(); }
+  unsigned entries() const { return entries_; }
+
+ private:
+  struct Deleter {
+    void operator()(io_uring* r) const noexcept;
+  };
+  std::unique_ptr<io_uring, Deleter> ring_;
+  unsigned entries_ = 0;
+};
+
+enum class IoOp : std::uint8_t { read, write };
+const char* io_op_name(IoOp op);
+
+// What the test seam sees of one completion.
+struct CompletionInfo {
+  std::uint64_t ordinal;  // 0, 1, 2... over the engine's life, in the order completions are reaped
+  IoOp op;
+  const std::string* path;
+  std::uint64_t file_offset;  // where this (possibly resumed) request started
+  std::uint32_t length;       // what it asked for
+};
+// Test seam: returns the result the engine should act on instead of the kernel's `res` (a short
+// count, -EAGAIN, -EINTR, -EIO, 0...). Passed to the engine, never global; runs on its thread.
+using CompletionFilter = std::function<int(const CompletionInfo& info, int res)>;
+
+// Per-block callbacks on the engine's thread; NvmeStore keeps its checksums here. A tz::Error thrown
+// from either fails the request it belongs to (after its in-flight blocks land) and nothing else.
+class BlockHooks {
+ public:
+  virtual ~BlockHooks() = default;
+  // Before the block is submitted for writing.
+  virtual void before_write(std::uint64_t block, const std::byte* data, std::size_t len) = 0;
+  // After the whole block has been read into memory, before the request can complete.
+  virtual void after_read(std::uint64_t block, const std::byte* data, std::size_t len) = 0;
+};
+
+struct UringEngineOptions {
+  std::size_t block_size = std::size_t(1) << 20;  // aio.block_size: one request per block, stripe unit
+  unsigned queue_depth = 8;                       // aio.queue_depth: requests in flight at most
+  // A block that completes with -EAGAIN, -EINTR or no usable progress this many times in a row
+  // fails instead of spinning forever.
+  int max_retries = 64;
+  BlockHooks* hooks = nullptr;
+  CompletionFilter completion_filter;
+};
+
+struct UringStats {
+  std::uint64_t fixed_ops = 0;  // submitted as READ_FIXED/WRITE_FIXED (registered buffers)
+  std::uint64_t plain_ops = 0;  // submitted as plain READ/WRITE
+  std::uint64_t short_completions = 0;
+  std::uint64_t retries = 0;  // -EAGAIN / -EINTR / no-progress resubmissions
+};
+
+namespace detail {
+struct IoRequest;
+}
+
+// The caller's side of one submitted extent. wait() blocks until every block has landed (and was
+// verified), then throws the request's tz::Error if it failed. Move-only; destroying an unwaited
+// handle waits (the kernel may still be writing into the caller's buffer) and logs a failure.
+class IoHandle {
+ public:
+  IoHandle() = default;
+  explicit IoHandle(std::shared_ptr<detail::IoRequest> r) : req_(std::move(r)) {}
+  ~IoHandle();
+  IoHandle(const IoHandle&) = delete;
+  IoHandle& operator=(const IoHandle&) = delete;
+  IoHandle(IoHandle&&) noexcept = default;
+  IoHandle& operator=(IoHandle&& o) noexcept;
+
+  void wait();
+  bool ready() const;
+  bool valid() const { return req_ != nullptr; }
+
+ private:
+  std::shared_ptr<detail::IoRequest> req_;
+};
+
+// Moves extents between memory and files with io_uring. A logical offset maps onto the files in
+// block_size stripes, round-robin: block b lives in file b % n at (b / n) * block_size. Each extent
+// is cut into blocks; up to queue_depth blocks are in flight across all submitted extents, oldest
+// extent first. One engine thread drives the ring, so the caller overlaps I/O with compute by
+// submitting, working, then waiting. submit() may be called from any thread.
+//
+// Kernel conventions kept: res < 0 is -errno. Short transfers are resumed from the last 4 KiB
+// boundary reached (O_DIRECT needs the resumed offset aligned; re-transferring a partial sector is
+// harmless), -EAGAIN and -EINTR resubmit the rest, a read that returns 0 before its end is an error
+// (the file is shorter than expected), and any other error fails the extent with path, offset,
+// length and errno.
+class UringEngine {
+ public:
+  UringEngine(std::vector<FileDescriptor> files, UringEngineOptions opt);
+  ~UringEngine();  // lets in-flight blocks land, fails what was not started; never throws
+  UringEngine(const UringEngine&) = delete;
+  UringEngine& operator=(const UringEngine&) = delete;
+
+  // Starts moving `bytes` between `buf` and logical `offset`. offset must be a multiple of
+  // block_size; bytes and buf must be 4 KiB aligned (O_DIRECT). The buffer must stay alive and
+  // untouched until the handle is waited.
+  IoHandle submit(IoOp op, std::uint64_t offset, std::byte* buf, std::uint64_t bytes);
+
+  // Registers host memory (each region page-aligned) as io_uring fixed buffers, so blocks inside
+  // them skip the per-request page pinning. Waits until no extent is in flight. Returns an empty
+  // string on success, otherwise why the kernel refused (RLIMIT_MEMLOCK for unprivileged users,
+  // usually); the engine then keeps using plain READ/WRITE. A later call replaces the set. The
+  // memory must outlive the engine (or a later call that replaces it).
+  std::string register_buffers(std::span<const std::span<std::byte>> regions);
+  bool fixed_buffers() const { return !fixed_.empty(); }
+
+  // Where a logical offset lives: file index and offset in that file.
+  std::pair<std::size_t, std::uint64_t> locate(std::uint64_t offset) const;
+  std::size_t num_files() const { return files_.size(); }
+  const FileDescriptor& file(std::size_t i) const { return files_[i]; }
+  std::size_t block_size() const { return opt_.block_size; }
+  unsigned queue_depth() const { return opt_.queue_depth; }
+  UringStats stats() const;
+
+ private:
+  struct Slot;
+  struct Done;
+  void run() noexcept;
+  bool has_issuable() const;
+  void fill();
+  void prep(std::uint32_t slot);
+  void submit_ring();
+  void reap(std::vector<Done>& done);
+  void complete(std::vector<Done>& done);
+  void fail(detail::IoRequest& r, std::string msg);
+  void finish_if_done(detail::IoRequest& r);
+  void fail_everything(const std::string& why);
+  int fixed_index(const std::byte* p, std::size_t len) const;
+
+  UringEngineOptions opt_;
+  std::vector<FileDescriptor> files_;
+  UringRing ring_;
+
+  // Shared with submitters, under mu_.
+  std::mutex mu_;
+  std::condition_variable cv_;       // wakes the engine thread: new work or stop
+  std::condition_variable idle_cv_;  // wakes register_buffers: the engine went idle
+  std::deque<std::shared_ptr<detail::IoRequest>> incoming_;
+  bool stop_ = false;
+  bool busy_ = false;   // the engine thread owns the ring right now
+  std::string broken_;  // a ring-level failure: every later submit fails with it
+
+  // Engine thread only (and register_buffers while the engine is idle).
+  std::deque<std::shared_ptr<detail::IoRequest>> active_;
+  std::vector<Slot> slots_;
+  std::vector<std::uint32_t> free_slots_;
+  std::vector<std::uint32_t> resume_slots_;  // short or retried blocks waiting for an SQE again
+  std::deque<std::uint32_t> unsubmitted_;    // slots written to the SQ ring, not yet submitted (in order)
+  std::uint32_t in_kernel_ = 0;              // submitted and not yet reaped
+  bool broken_here_ = false;                 // engine thread's copy of !broken_.empty()
+  std::uint64_t ordinal_ = 0;
+  std::vector<std::span<std::byte>> fixed_;
+
+  std::atomic<std::uint64_t> fixed_ops_{0}, plain_ops_{0}, short_{0}, retries_{0};
+  std::thread thread_;
+};
+
+}  // namespace tz
