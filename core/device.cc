@@ -16,14 +16,14 @@ DeviceKind parse_device_kind(const std::string& s) {
 
 std::string device_kind_name(DeviceKind k) { return k == DeviceKind::cpu ? "cpu" : "cuda"; }
 
-Device::Device(DeviceKind kind, std::size_t budget, std::unique_ptr<Backend> backend)
-    : kind_(kind), memory_("device", budget), backend_(std::move(backend)) {}
+Device::Device(DeviceKind kind, std::size_t budget, std::unique_ptr<Backend> backend, std::string tier)
+    : kind_(kind), memory_(std::move(tier), budget), backend_(std::move(backend)) {}
 
 namespace {
 
 class CpuDevice final : public Device {
  public:
-  explicit CpuDevice(std::size_t budget) : Device(DeviceKind::cpu, budget, make_cpu_backend()) {}
+  CpuDevice(std::size_t budget, const std::string& tier) : Device(DeviceKind::cpu, budget, make_cpu_backend(), tier) {}
 
   void* allocate(std::size_t bytes, const std::string& what) override {
     memory().reserve(bytes, what);
@@ -44,7 +44,9 @@ class CpuDevice final : public Device {
 
 }  // namespace
 
-std::unique_ptr<Device> make_cpu_device(std::size_t budget) { return std::make_unique<CpuDevice>(budget); }
+std::unique_ptr<Device> make_cpu_device(std::size_t budget, const std::string& tier) {
+  return std::make_unique<CpuDevice>(budget, tier);
+}
 
 std::unique_ptr<Device> make_device(DeviceKind kind, std::size_t budget) {
   if (kind == DeviceKind::cpu) return make_cpu_device(budget);

@@ -35,7 +35,7 @@ class Device {
   virtual void deallocate(void* p, std::size_t bytes) noexcept = 0;
 
  protected:
-  Device(DeviceKind kind, std::size_t budget, std::unique_ptr<Backend> backend);
+  Device(DeviceKind kind, std::size_t budget, std::unique_ptr<Backend> backend, std::string tier = "device");
 
  private:
   DeviceKind kind_;
@@ -43,8 +43,9 @@ class Device {
   std::unique_ptr<Backend> backend_;
 };
 
-// The CPU device: 64-byte aligned host memory, oneDNN + OpenMP kernels.
-std::unique_ptr<Device> make_cpu_device(std::size_t budget = kUnlimited);
+// The CPU device: 64-byte aligned host memory, oneDNN + OpenMP kernels. `tier` names its budget in
+// messages: "device" for the compute device, "host" for the host tier offloaded states live in.
+std::unique_ptr<Device> make_cpu_device(std::size_t budget = kUnlimited, const std::string& tier = "device");
 
 // Creates the requested device; cuda fails with a clear error when it is not built or not present.
 std::unique_ptr<Device> make_device(DeviceKind kind, std::size_t budget = kUnlimited);

@@ -17,7 +17,8 @@ void MemoryBudget::reserve(std::size_t bytes, const std::string& what) {
       TZ_FAIL("out of ", tier_, " memory budget: allocating ", format_bytes(bytes), " for ", what, " with ",
               format_bytes(cur), " already in use would exceed the ", tier_, " budget of ", format_bytes(budget_),
               " by ", format_bytes(cur + bytes - budget_),
-              "; raise the budget (e.g. --device-mem) or use a smaller model, micro-batch or sequence length");
+              "; raise the budget (--", tier_, "-mem) or use a smaller model, micro-batch or sequence length",
+              tier_ == "device" ? ", or offload states (--offload-optimizer, --offload-param)" : "");
     }
     if (used_.compare_exchange_weak(cur, cur + bytes)) break;
   }

@@ -40,12 +40,10 @@ const char* const kDocs = "docs/configuration.md, section \"JSON config (--confi
 const Level& top_level() {
   static const Level l{
       {"train_batch_size", "train_micro_batch_size_per_gpu", "gradient_accumulation_steps",
-       "gradient_clipping", "fp16", "bf16", "bfloat16", "optimizer", "zero_optimization"},
-      {{"offload_optimizer",
-        "DeepSpeed reads it inside zero_optimization; offload is not implemented either"},
-       {"offload_param", "DeepSpeed reads it inside zero_optimization; offload is not implemented either"},
+       "gradient_clipping", "fp16", "bf16", "bfloat16", "optimizer", "zero_optimization", "aio"},
+      {{"offload_optimizer", "DeepSpeed reads it inside zero_optimization"},
+       {"offload_param", "DeepSpeed reads it inside zero_optimization"},
        {"sub_group_size", "DeepSpeed reads it inside zero_optimization"},
-       {"aio", "NVMe offload is not implemented"},
        {"scheduler", "use the --lr-schedule, --warmup and --min-lr flags"},
        {"activation_checkpointing", "use the --checkpoint-activations flag"},
        {"wall_clock_breakdown", "", "false"},
@@ -88,6 +86,24 @@ const Level& top_level() {
   return l;
 }
 
+const Level& offload_optimizer_level() {
+  static const Level l{{"device", "nvme_path", "pin_memory", "buffer_count"},
+                       {{"pipeline_read"}, {"pipeline_write"}, {"fast_init"}, {"ratio"}, {"pipeline"}}};
+  return l;
+}
+
+const Level& offload_param_level() {
+  static const Level l{{"device", "nvme_path", "pin_memory", "buffer_count", "buffer_size", "max_in_cpu"}, {}};
+  return l;
+}
+
+const Level& aio_level() {
+  static const Level l{
+      {"block_size", "queue_depth", "intra_op_parallelism", "single_submit", "overlap_events", "thread_count"},
+      {{"use_gds", "GPUDirect Storage is not implemented"}}};
+  return l;
+}
+
 const Level& fp16_level() {
   static const Level l{
       {"enabled", "loss_scale", "initial_scale_power", "loss_scale_window", "hysteresis", "min_loss_scale"},
@@ -120,10 +136,9 @@ const Level& zero_level() {
   static const Level l{
       {"stage", "overlap_comm", "contiguous_gradients", "reduce_bucket_size", "allgather_bucket_size",
        "stage3_prefetch_bucket_size", "prefetch_bucket_size", "stage3_max_live_parameters",
-       "max_live_parameters", "stage3_param_persistence_threshold", "param_persistence_threshold"},
-      {{"offload_optimizer", "CPU and NVMe offload are not implemented yet"},
-       {"offload_param", "CPU and NVMe offload are not implemented yet"},
-       {"sub_group_size"},
+       "max_live_parameters", "stage3_param_persistence_threshold", "param_persistence_threshold",
+       "offload_optimizer", "offload_param", "sub_group_size"},
+      {
        {"reduce_scatter"},
        {"allgather_partitions"},
        {"round_robin_gradients"},
@@ -247,7 +262,8 @@ class Reader {
     }
     precision(doc, opt);
     if (auto* v = find(doc, "optimizer")) optimizer(*v, opt);
-    if (auto* v = find(doc, "zero_optimization")) zero(*v, opt.zero);
+    if (auto* v = find(doc, "zero_optimization")) zero(*v, opt.zero, opt.offload);
+    if (auto* v = find(doc, "aio")) aio(*v, opt.offload);
   }
 
  private:
@@ -487,7 +503,51 @@ class Reader {
     return a ? a : b;
   }
 
-  void zero(const json& v, ZeroOptions& z) const {
+  // offload_optimizer / offload_param: {device: none|cpu|nvme, nvme_path, pin_memory, buffer_count, ...}.
+  void offload_section(const json& v, const std::string& path, const Level& level, bool params,
+                       OffloadOptions& off) const {
+    object(v, path);
+    check_keys(v, path, level);
+    const std::string p = path + ".";
+    if (auto* x = find(v, "device")) {
+      if (!x->is_string()) fail_value(*x, p + "device", "\"none\", \"cpu\" or \"nvme\"");
+      Tier t = parse_offload_device(x->get<std::string>(), src_ + ": " + p + "device");
+      if (!given(params ? "offload-param" : "offload-optimizer")) (params ? off.param : off.optimizer) = t;
+    }
+    if (auto* x = find(v, "nvme_path")) {
+      if (!x->is_string() || x->get<std::string>().empty()) fail_value(*x, p + "nvme_path", "a folder path");
+      if (!given("nvme-path") && off.nvme_paths.empty()) off.nvme_paths.push_back(x->get<std::string>());
+    }
+    if (auto* x = find(v, "pin_memory")) {
+      bool b = boolean(*x, p + "pin_memory");
+      if (!given("pin-memory")) off.pin_memory = b;
+    }
+    if (auto* x = find(v, "buffer_count"))
+      off.buffer_count = int(integer(*x, p + "buffer_count", 2, 1024, "an integer 2..1024 (staging buffers)"));
+    if (params) {
+      if (auto* x = find(v, "buffer_size")) count(*x, p + "buffer_size", 1);  // checked; sizes come from the plan
+      if (auto* x = find(v, "max_in_cpu")) count(*x, p + "max_in_cpu", 0);
+    }
+  }
+
+  void aio(const json& v, OffloadOptions& off) const {
+    object(v, "aio");
+    check_keys(v, "aio", aio_level());
+    if (auto* x = find(v, "block_size")) {
+      const char* allowed = "a multiple of 4096 bytes (O_DIRECT alignment), e.g. 1048576";
+      off.aio_block_size = std::size_t(integer(*x, "aio.block_size", 4096, 1ll << 30, allowed));
+      if (off.aio_block_size % 4096 != 0) fail_value(*x, "aio.block_size", allowed);
+    }
+    if (auto* x = find(v, "queue_depth"))
+      off.aio_queue_depth = int(integer(*x, "aio.queue_depth", 1, 4096, "an integer 1..4096"));
+    // One submitting thread, io_uring's own asynchrony: these DeepSpeed knobs are checked, not needed.
+    if (auto* x = find(v, "intra_op_parallelism")) integer(*x, "aio.intra_op_parallelism", 1, 1024, "an integer >= 1");
+    if (auto* x = find(v, "thread_count")) integer(*x, "aio.thread_count", 1, 1024, "an integer >= 1");
+    if (auto* x = find(v, "single_submit")) boolean(*x, "aio.single_submit");
+    if (auto* x = find(v, "overlap_events")) boolean(*x, "aio.overlap_events");
+  }
+
+  void zero(const json& v, ZeroOptions& z, OffloadOptions& off) const {
     if (v.is_boolean())
       TZ_FAIL(src_, ": zero_optimization is ", show(v),
               "; the boolean form is DeepSpeed's deprecated one: write an "
@@ -530,6 +590,10 @@ class Reader {
     size_key(aliased(v, "stage3_param_persistence_threshold", "param_persistence_threshold"),
              name_of("stage3_param_persistence_threshold", "param_persistence_threshold"),
              "param-persistence-threshold", 0, z.param_persistence_threshold);
+    if (auto* x = find(v, "offload_optimizer"))
+      offload_section(*x, p + "offload_optimizer", offload_optimizer_level(), false, off);
+    if (auto* x = find(v, "offload_param")) offload_section(*x, p + "offload_param", offload_param_level(), true, off);
+    if (auto* x = find(v, "sub_group_size")) off.sub_group_size = count(*x, p + "sub_group_size", 1);
   }
 
   std::string src_;

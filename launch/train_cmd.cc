@@ -25,6 +25,7 @@ int train_command(const std::vector<std::string>& args) {
   bool ckpt = false;
   std::string config, reduce_bucket, allgather_bucket, prefetch_bucket, max_live, persistence;
   double comm_timeout = 300;
+  std::string offload_opt, offload_param, host_mem, nvme_mem;
   po::options_description desc("tierzero train: train a GPT-2 model\n\nflags (default in parentheses)");
   add_model_flags(desc, mf);
   desc.add_options()
@@ -94,6 +95,20 @@ int train_command(const std::vector<std::string>& args) {
        "fp16: overflows before the scale halves")
       ("min-loss-scale", po::value(&o.fp16.min_loss_scale)->default_value(o.fp16.min_loss_scale),
        "fp16: the scale never drops below this")
+      ("offload-optimizer", po::value(&offload_opt)->default_value("none"),
+       "where the fp32 master weights and Adam states live: none (the device), cpu (the host tier; Adam runs "
+       "there, vectorised) or nvme (zero_optimization.offload_optimizer.device)")
+      ("offload-param", po::value(&offload_param)->default_value("none"),
+       "stage 3: where the parameter shards live between uses: none, cpu or nvme "
+       "(zero_optimization.offload_param.device)")
+      ("host-mem", po::value(&host_mem)->default_value("unlimited"), "budget of the host tier, e.g. 16G")
+      ("nvme-mem", po::value(&nvme_mem)->default_value("unlimited"), "budget of the nvme tier, e.g. 500G")
+      ("nvme-path", po::value(&o.offload.nvme_paths)->composing(),
+       "a folder for the nvme tier's swap files (repeat to stripe over several drives)")
+      ("pin-memory", po::bool_switch(&o.offload.pin_memory), "pin host-tier buffers (fails if the memlock limit is "
+       "too low, unless --allow-unpinned)")
+      ("allow-unpinned", po::bool_switch(&o.offload.allow_unpinned),
+       "fall back to pageable host memory when pinning fails")
       ("comm-timeout", po::value(&comm_timeout)->default_value(comm_timeout),
        "seconds a collective may wait for the other ranks before the job is stopped");
 
@@ -123,6 +138,10 @@ int train_command(const std::vector<std::string>& args) {
   o.zero.prefetch_bucket_size = parse_count("prefetch-bucket-size", prefetch_bucket);
   o.zero.max_live_parameters = parse_count("max-live-parameters", max_live);
   o.zero.param_persistence_threshold = parse_count("param-persistence-threshold", persistence);
+  o.offload.optimizer = parse_offload_device(offload_opt, "--offload-optimizer");
+  o.offload.param = parse_offload_device(offload_param, "--offload-param");
+  o.offload.host_mem = parse_bytes(host_mem);
+  o.offload.nvme_mem = parse_bytes(nvme_mem);
   // The file fills what the command line left at its defaults.
   if (!config.empty())
     load_ds_config(config, o, [&](const std::string& f) { return vm.count(f) && !vm[f].defaulted(); });

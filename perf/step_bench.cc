@@ -93,7 +93,8 @@ nlohmann::json run_step_bench(const StepBenchOptions& opt, bool quiet) {
     std::vector<double> fwd, bwd, optim, total;
     {
       auto comm = make_self_comm();
-      Engine engine(*dev, *comm, layout, dt, init, AdamConfig{}, lr, ZeroOptions{}, LossScaleOptions{}, 1);
+      auto host = make_cpu_device(kUnlimited, "host");
+      Engine engine(*dev, *host, *comm, layout, dt, init, AdamConfig{}, lr, ZeroOptions{}, LossScaleOptions{}, 1);
       Gpt model(*dev, cfg, GptShape{B, T}, dt, opt.checkpointing);
       for (int s = 0; s < opt.warmup_steps + opt.steps; ++s) {
         auto t0 = Clock::now();

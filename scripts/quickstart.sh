@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The first command of README.md: install dependencies, build, and run the main job on the embedded
-# default: a small GPT trained with ZeRO stage 3 across 2 MPI ranks on the built-in corpus (the
-# license texts in /usr/share/common-licenses).
+# default: a small GPT trained with ZeRO stage 3 across 2 MPI ranks, its optimizer states offloaded to
+# the host tier (ZeRO-Offload), on the built-in corpus (the license texts in /usr/share/common-licenses).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -15,6 +15,6 @@ if [ "$THREADS" -lt 1 ]; then THREADS=1; fi
 # step (a global batch of 8 sequences), parameters, gradients and optimizer states sharded in two.
 # --bind-to none: Open MPI would pin each rank to one core, and its OpenMP threads with it.
 mpirun -np 2 --oversubscribe --bind-to none $ROOT_FLAG -x OMP_NUM_THREADS="$THREADS" \
-  ./build/launch/tierzero train --zero-stage 3 --model tiny --n-layer 4 --n-head 4 --n-embd 128 \
+  ./build/launch/tierzero train --zero-stage 3 --offload-optimizer cpu --model tiny --n-layer 4 --n-head 4 --n-embd 128 \
   --seq-len 128 --micro-batch 4 --steps 1000 --lr 2e-3 --warmup 50 --lr-schedule cosine --min-lr 2e-4 \
   --log-every 50 --val-every 250 --metrics out/quickstart-metrics.jsonl --save-safetensors out/quickstart.safetensors

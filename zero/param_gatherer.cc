@@ -8,9 +8,14 @@
 namespace tz {
 
 ParamGatherer::ParamGatherer(Device& dev, Communicator& comm, const ShardMap& map, DType dtype,
-                             std::function<const void*(int)> shard, std::vector<bool> persistent, int held_group,
-                             std::size_t prefetch_elems, std::size_t max_live_elems)
-    : dev_(dev), comm_(comm), map_(map), dtype_(dtype), shard_(std::move(shard)), persistent_(std::move(persistent)),
+                             std::function<const void*(int)> shard, std::vector<bool> persistent,
+                             int held_group, std::size_t prefetch_elems, std::size_t max_live_elems)
+    : dev_(dev),
+      comm_(comm),
+      map_(map),
+      dtype_(dtype),
+      shard_(std::move(shard)),
+      persistent_(std::move(persistent)),
       prefetch_elems_(prefetch_elems) {
   std::size_t big = 0, small = 0;
   if (!persistent_[held_group]) big_group_ = held_group, big = map.group(held_group).padded;
@@ -40,7 +45,14 @@ ParamGatherer::ParamGatherer(Device& dev, Communicator& comm, const ShardMap& ma
 }
 
 ParamGatherer::~ParamGatherer() {
-  for (auto& s : slots_)
+  for (auto& s : slots_) {
+    if (s.fetching) {
+      try {
+        s.fetch.wait();
+      } catch (const std::exception& e) {
+        log_line(std::string("parameter fetch still in flight at shutdown: ") + e.what());
+      }
+    }
     if (s.work) {
       try {
         s.work->wait();
@@ -48,6 +60,7 @@ ParamGatherer::~ParamGatherer() {
         log_line(std::string("parameter gather still in flight at shutdown: ") + e.what());
       }
     }
+  }
 }
 
 int ParamGatherer::slot_of(int g) const {
@@ -63,11 +76,42 @@ int ParamGatherer::free_slot_for(int g) const {
   return -1;
 }
 
+void ParamGatherer::set_fetch(Fetch fetch, std::size_t shard_bytes) {
+  fetch_ = std::move(fetch);
+  for (auto& s : slots_) s.staging = AlignedBuffer(shard_bytes);
+  staging_bytes_ = slots_.size() * round_up(shard_bytes, kDirectIoAlign);
+}
+
+void ParamGatherer::launch_gather(Slot& slot) {
+  const Shard sh = map_.shard(slot.group);
+  const void* src = fetch_ ? static_cast<const void*>(slot.staging.data()) : shard_(slot.group);
+  slot.work = comm_.all_gather(src, slot.mem.data(), sh.count, dtype_);
+}
+
 void ParamGatherer::start_gather(int g, int s) {
   Slot& slot = slots_[s];
   slot.group = g;
-  const Shard sh = map_.shard(g);
-  slot.work = comm_.all_gather(shard_(g), slot.mem.data(), sh.count, dtype_);
+  if (fetch_) {
+    slot.fetch = fetch_(g, slot.staging.data());
+    slot.fetching = true;
+    pending_.push_back({s, acquires_});
+    return;
+  }
+  launch_gather(slot);
+}
+
+void ParamGatherer::launch_in_order(int until) {
+  bool reached = until < 0;
+  while (!pending_.empty()) {
+    auto [s, started] = pending_.front();
+    if (reached && started >= acquires_) return;  // started by this acquire: its turn comes at the next
+    Slot& slot = slots_[s];
+    slot.fetch.wait();
+    slot.fetching = false;
+    launch_gather(slot);
+    pending_.pop_front();
+    if (s == until) reached = true;
+  }
 }
 
 void ParamGatherer::prefetch_after(int pass, std::size_t pos) {
@@ -90,12 +134,16 @@ CView ParamGatherer::acquire(int g, Pass pass) {
   const int p = pass == Pass::forward ? 0 : 1;
   auto& tr = trace_[p];
   if (!traced_[p]) {
-    if (!tr.empty() && tr.front() == g) traced_[p] = true;  // the pass has started again: the trace is complete
-    else tr.push_back(g);
+    if (!tr.empty() && tr.front() == g)
+      traced_[p] = true;  // the pass has started again: the trace is complete
+    else
+      tr.push_back(g);
   }
   if (traced_[p]) {
-    if (tr.front() == g) pos_[p] = 0;
-    else if (pos_[p] + 1 < tr.size() && tr[pos_[p] + 1] == g) ++pos_[p];
+    if (tr.front() == g)
+      pos_[p] = 0;
+    else if (pos_[p] + 1 < tr.size() && tr[pos_[p] + 1] == g)
+      ++pos_[p];
   }
   if (persistent_[g]) return {};  // the engine answers for persistent groups
   int s = slot_of(g);
@@ -107,6 +155,9 @@ CView ParamGatherer::acquire(int g, Pass pass) {
   }
   prefetch_after(p, pos_[p]);
   Slot& slot = slots_[s];
+  if (slot.fetching) launch_in_order(s);
+  launch_in_order(-1);  // gathers of shards whose reads earlier acquires started
+  ++acquires_;
   if (slot.work) {
     slot.work->wait();
     slot.work.reset();

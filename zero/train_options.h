@@ -44,6 +44,7 @@ struct TrainOptions {
   LrConfig lr;
   ZeroOptions zero;
   LossScaleOptions fp16;      // used when dtype is f16
+  OffloadOptions offload;
 };
 
 }  // namespace tz

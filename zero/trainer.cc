@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 
@@ -133,7 +134,9 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
   auto dev = make_device(opt.device, opt.device_mem);
   LrConfig lr = opt.lr;
   lr.total_steps = opt.steps;
-  Engine engine(*dev, comm, layout, opt.dtype, init, opt.adam, lr, opt.zero, opt.fp16, opt.grad_accum);
+  auto host = make_cpu_device(opt.offload.host_mem, "host");
+  Engine engine(*dev, *host, comm, layout, opt.dtype, init, opt.adam, lr, opt.zero, opt.fp16, opt.grad_accum,
+                opt.offload);
   init.clear();
   init.shrink_to_fit();
   Gpt model(*dev, cfg, GptShape{opt.micro_batch, opt.seq_len}, opt.dtype, opt.checkpointing);
@@ -142,14 +145,39 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
   std::snprintf(line, sizeof line,
                 "model %s: %d layers, %d heads, %d embd, vocab %d (padded %d), %.2fM params | %s | %d rank%s, ZeRO "
                 "stage %d | micro-batch %d x seq %d x accum %d | per rank on %s: params+grads+optimizer %s, "
-                "buckets+gathers %s, activations %s, budget %s",
+                "buckets+gathers %s, activations %s, budget %s; host tier: offloaded states %s, budget %s",
                 opt.model_name.c_str(), cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.vocab_size, cfg.padded_vocab_size,
                 cfg.num_parameters_unpadded() / 1e6, std::string(dtype_name(opt.dtype)).c_str(), world,
                 world == 1 ? "" : "s", opt.zero.stage, opt.micro_batch, opt.seq_len, opt.grad_accum,
                 device_kind_name(opt.device).c_str(), format_bytes(engine.persistent_bytes()).c_str(),
                 format_bytes(engine.transient_bytes()).c_str(), format_bytes(model.activation_bytes()).c_str(),
-                format_bytes(opt.device_mem).c_str());
+                format_bytes(opt.device_mem).c_str(), format_bytes(engine.host_persistent_bytes()).c_str(),
+                format_bytes(opt.offload.host_mem).c_str());
   log(line);
+
+  // The memory plan: every buffer by state class and tier, as allocated before step 1.
+  std::vector<PlanRow> plan = engine.plan();
+  plan.push_back({"activations and scratch", Tier::device, model.activation_bytes()});
+  std::size_t plan_total[3] = {0, 0, 0};
+  for (const PlanRow& r : plan) plan_total[int(r.tier)] += r.bytes;
+  {
+    std::string t = "memory plan (per rank):\n";
+    for (const PlanRow& r : plan) {
+      char b[160];
+      std::snprintf(b, sizeof b, "  %-40s %-6s %12s\n", r.what.c_str(), tier_name(r.tier).c_str(),
+                    format_bytes(r.bytes).c_str());
+      t += b;
+    }
+    const std::size_t budgets[3] = {opt.device_mem, opt.offload.host_mem, opt.offload.nvme_mem};
+    for (int i = 0; i < 3; ++i) {
+      char b[160];
+      std::snprintf(b, sizeof b, "  %-40s %-6s %12s of %s\n", "total", tier_name(Tier(i)).c_str(),
+                    format_bytes(plan_total[i]).c_str(), format_bytes(budgets[i]).c_str());
+      t += b;
+    }
+    t.pop_back();
+    log(t);
+  }
 
   MetricsWriter metrics(root ? opt.metrics : std::string());
   const std::size_t BT = std::size_t(opt.micro_batch) * opt.seq_len;
@@ -217,6 +245,18 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
       log(b);
     }
     CommStats after = comm.stats();
+    nlohmann::json offload_rec = nlohmann::json::object();
+    if (SwapStats* sw = engine.swap_stats()) {
+      // The optimizer's NVMe traffic this step: bytes, rate over the optimizer phase, and how much of
+      // the phase Adam spent blocked on it (the rest of the transfer time was hidden behind compute).
+      double secs = opt_ms / 1000.0;
+      offload_rec["nvme"] = {{"read_bytes", sw->read_bytes},
+                             {"write_bytes", sw->write_bytes},
+                             {"gbps", secs > 0 ? (sw->read_bytes + sw->write_bytes) / secs / 1e9 : 0.0},
+                             {"wait_ms", 1000.0 * sw->wait_seconds},
+                             {"hidden_fraction", opt_ms > 0 ? 1.0 - 1000.0 * sw->wait_seconds / opt_ms : 0.0}};
+      sw->reset();
+    }
     double wait_ms = total_wait_ms(after, before);
     double tok_s = double(BT) * opt.grad_accum * world / (step_ms / 1000.0);
     if (opt.log_every > 0 && (step % opt.log_every == 0 || step == 1 || step == opt.steps)) {
@@ -227,6 +267,13 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
                     "(peak %s)",
                     step, opt.steps, loss, st.lr, st.grad_norm, step_ms, wait_ms, b1,
                     format_bytes(dev->memory().used()).c_str(), format_bytes(dev->memory().peak()).c_str());
+      if (opt.offload.optimizer != Tier::device || opt.offload.param != Tier::device) {
+        // Offloaded runs also show the host tier and the optimizer update, where offload costs show.
+        char b2[160];
+        std::snprintf(b2, sizeof b2, " | host %s | optimizer %.1f ms", format_bytes(host->memory().used()).c_str(),
+                      opt_ms);
+        std::strncat(line, b2, sizeof line - std::strlen(line) - 1);
+      }
       log(line);
     }
     nlohmann::json rec = {
@@ -240,8 +287,10 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
         {"ms", {{"data", data_ms}, {"forward", fwd_ms}, {"backward", bwd_ms}, {"optimizer", opt_ms},
                 {"comm_wait", wait_ms}, {"step", step_ms}}},
         {"comm", comm_delta(after, before)},
-        {"bytes", {{"device", dev->memory().used()}}},
-        {"peak_bytes", {{"device", dev->memory().peak()}}}};
+        {"offload", offload_rec},
+        {"bytes", {{"device", dev->memory().used()}, {"host", host->memory().used()}, {"nvme", engine.nvme_bytes()}}},
+        {"peak_bytes",
+         {{"device", dev->memory().peak()}, {"host", host->memory().peak()}, {"nvme", engine.nvme_budget().peak()}}}};
     metrics.write(rec);
     result.metrics.push_back(std::move(rec));
     if (opt.val_every > 0 && step % opt.val_every == 0 && step != opt.steps) validate(step);
@@ -250,6 +299,15 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
   result.mean_step_ms = total_ms / opt.steps;
   result.peak_device_bytes = dev->memory().peak();
   result.persistent_bytes = engine.persistent_bytes();
+  result.host_persistent_bytes = engine.host_persistent_bytes();
+  const std::size_t peaks[3] = {dev->memory().peak(), host->memory().peak(), engine.nvme_budget().peak()};
+  std::string cmp = "memory: planned vs measured peak per rank:";
+  for (int i = 0; i < 3; ++i) {
+    result.plan_bytes[i] = plan_total[i];
+    result.peak_bytes[i] = peaks[i];
+    cmp += " " + tier_name(Tier(i)) + " " + format_bytes(plan_total[i]) + " / " + format_bytes(peaks[i]);
+  }
+  log(cmp);
   result.transient_bytes = engine.transient_bytes();
 
   if (!opt.save_safetensors.empty()) {

@@ -21,6 +21,9 @@ struct TrainResult {
   std::size_t peak_device_bytes = 0;
   std::size_t persistent_bytes = 0;   // the engine's params, grads and optimizer states on this rank
   std::size_t transient_bytes = 0;    // buckets, gathered params, backward gradient buffers
+  std::size_t host_persistent_bytes = 0;  // offloaded states on the host tier
+  std::size_t plan_bytes[3] = {0, 0, 0};  // the printed plan's total per tier (device, host, nvme)
+  std::size_t peak_bytes[3] = {0, 0, 0};  // measured peak per tier
   std::vector<nlohmann::json> metrics;  // the per-step records written to --metrics
 };
 

@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
+#include <vector>
 
 namespace tz {
 
@@ -16,23 +18,46 @@ struct AdamConfig {
 
 // ZeRO partitioning (DeepSpeed's zero_optimization section). Sizes count elements, as DeepSpeed's do.
 struct ZeroOptions {
-  int stage = 0;                        // 0: data parallel; 1: optimizer states; 2: + gradients; 3: + parameters
-  bool overlap_comm = true;             // start each bucket's collective as soon as it is ready
-  bool contiguous_gradients = true;     // reduced gradients land in one contiguous shard buffer (always true here)
-  std::size_t reduce_bucket_size = 500'000'000;      // gradient elements per reduce-scatter / all-reduce
-  std::size_t allgather_bucket_size = 500'000'000;   // parameter elements per all-gather after the step (stages 1-2)
-  std::size_t prefetch_bucket_size = 50'000'000;     // stage 3: parameter elements gathered ahead of use
-  std::size_t max_live_parameters = 1'000'000'000;   // stage 3: gathered parameter elements alive at once
-  std::size_t param_persistence_threshold = 100'000; // stage 3: groups smaller than this stay whole on every rank
+  int stage = 0;             // 0: data parallel; 1: optimizer states; 2: + gradients; 3: + parameters
+  bool overlap_comm = true;  // start each bucket's collective as soon as it is ready
+  bool contiguous_gradients =
+      true;  // reduced gradients land in one contiguous shard buffer (always true here)
+  std::size_t reduce_bucket_size = 500'000'000;  // gradient elements per reduce-scatter / all-reduce
+  std::size_t allgather_bucket_size =
+      500'000'000;  // parameter elements per all-gather after the step (stages 1-2)
+  std::size_t prefetch_bucket_size = 50'000'000;    // stage 3: parameter elements gathered ahead of use
+  std::size_t max_live_parameters = 1'000'000'000;  // stage 3: gathered parameter elements alive at once
+  std::size_t param_persistence_threshold =
+      100'000;  // stage 3: groups smaller than this stay whole on every rank
 };
 
 // Dynamic (or static) loss scaling for fp16, as DeepSpeed's fp16 section.
 struct LossScaleOptions {
-  float loss_scale = 0;           // 0: dynamic; > 0: this static scale
-  int initial_scale_power = 16;   // dynamic scale starts at 2^this
-  int loss_scale_window = 1000;   // steps without overflow before the scale doubles
-  int hysteresis = 2;             // overflows tolerated before the scale halves
-  float min_loss_scale = 1;       // the scale never goes below this
+  float loss_scale = 0;          // 0: dynamic; > 0: this static scale
+  int initial_scale_power = 16;  // dynamic scale starts at 2^this
+  int loss_scale_window = 1000;  // steps without overflow before the scale doubles
+  int hysteresis = 2;            // overflows tolerated before the scale halves
+  float min_loss_scale = 1;      // the scale never goes below this
+};
+
+// Where a state class lives at rest (DeepSpeed's offload device: none = the compute device).
+enum class Tier { device, host, nvme };
+Tier parse_offload_device(const std::string& s, const std::string& what);  // "none" | "cpu" | "nvme"
+std::string tier_name(Tier t);
+
+// ZeRO-Offload / ZeRO-Infinity (DeepSpeed's offload_optimizer, offload_param and aio sections).
+struct OffloadOptions {
+  Tier optimizer = Tier::device;  // fp32 master, Adam m and v (and the fp32 gradient shards, stages 2-3)
+  Tier param = Tier::device;      // stage 3: the working-parameter shards
+  std::vector<std::string> nvme_paths;
+  std::size_t host_mem = static_cast<std::size_t>(-1);  // budget of the host tier (bytes)
+  std::size_t nvme_mem = static_cast<std::size_t>(-1);  // budget of the nvme tier (bytes)
+  bool pin_memory = false;                              // pin host buffers (mlock on the cpu backend)
+  bool allow_unpinned = false;                          // fall back to pageable memory when pinning fails
+  int buffer_count = 4;                                 // staging buffers in the NVMe swap ring
+  std::size_t sub_group_size = 1'000'000'000;           // optimizer elements per pipeline stage
+  std::size_t aio_block_size = 1 << 20;
+  int aio_queue_depth = 8;
 };
 
 }  // namespace tz

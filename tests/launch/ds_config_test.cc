@@ -224,10 +224,9 @@ TEST(DsConfig, UnknownKeyFailsWithTheNearestKnownKey) {
 }
 
 TEST(DsConfig, EveryUnimplementedDeepSpeedKeyFailsNamingIt) {
-  const char* top[] = {"offload_optimizer",
+  const char* top[] = {"offload_optimizer",  // DeepSpeed reads these inside zero_optimization
                        "offload_param",
                        "sub_group_size",
-                       "aio",
                        "scheduler",
                        "activation_checkpointing",
                        "wall_clock_breakdown",
@@ -257,10 +256,7 @@ TEST(DsConfig, EveryUnimplementedDeepSpeedKeyFailsNamingIt) {
         << k << ": " << e;
     EXPECT_TRUE(has(e, "cfg.json")) << e;
   }
-  const char* zero[] = {"offload_optimizer",
-                        "offload_param",
-                        "sub_group_size",
-                        "reduce_scatter",
+  const char* zero[] = {"reduce_scatter",
                         "allgather_partitions",
                         "round_robin_gradients",
                         "stage3_gather_16bit_weights_on_model_save",
@@ -287,6 +283,35 @@ TEST(DsConfig, EveryUnimplementedDeepSpeedKeyFailsNamingIt) {
     std::string e = error_of(json{{"optimizer", {{"type", "Adam"}, {"params", {{k, value}}}}}});
     EXPECT_TRUE(has(e, std::string("'optimizer.params.") + k + "' is a DeepSpeed key")) << k << ": " << e;
   }
+}
+
+TEST(DsConfig, OffloadSectionsAndAioRoundTripIntoTheOptions) {
+  TrainOptions o;
+  apply_ds_config(json::parse(R"({"zero_optimization": {"stage": 3, "sub_group_size": 1e6,
+      "offload_optimizer": {"device": "cpu", "pin_memory": true, "buffer_count": 5},
+      "offload_param": {"device": "nvme", "nvme_path": "/local_nvme", "buffer_count": 6, "buffer_size": 1e8,
+                        "max_in_cpu": 1e9}},
+      "aio": {"block_size": 262144, "queue_depth": 32, "intra_op_parallelism": 1, "single_submit": false,
+              "overlap_events": true}})"),
+                  "cfg.json", o, kNoFlags);
+  EXPECT_EQ(o.offload.optimizer, Tier::host);
+  EXPECT_EQ(o.offload.param, Tier::nvme);
+  EXPECT_EQ(o.offload.nvme_paths, std::vector<std::string>{"/local_nvme"});
+  EXPECT_TRUE(o.offload.pin_memory);
+  EXPECT_EQ(o.offload.buffer_count, 6);
+  EXPECT_EQ(o.offload.sub_group_size, 1000000u);
+  EXPECT_EQ(o.offload.aio_block_size, 262144u);
+  EXPECT_EQ(o.offload.aio_queue_depth, 32);
+  // Flags win over the file.
+  TrainOptions f;
+  f.offload.optimizer = Tier::device;
+  apply_ds_config(json::parse(R"({"zero_optimization": {"offload_optimizer": {"device": "nvme"}}})"), "cfg.json", f,
+                  [](const std::string& flag) { return flag == "offload-optimizer"; });
+  EXPECT_EQ(f.offload.optimizer, Tier::device);
+  std::string e = error_of(json::parse(R"({"zero_optimization": {"offload_optimizer": {"device": "gpu"}}})"));
+  EXPECT_TRUE(has(e, "'gpu' is not an offload device")) << e;
+  e = error_of(json::parse(R"({"aio": {"block_size": 1000}})"));
+  EXPECT_TRUE(has(e, "multiple of 4096")) << e;
 }
 
 TEST(DsConfig, UnimplementedKeysWhoseValueMeansWhatTierzeroDoesAreAccepted) {

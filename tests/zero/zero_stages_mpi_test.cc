@@ -7,6 +7,7 @@
 
 #include "comm/communicator.h"
 #include "core/error.h"
+#include "tests/common/test_dir.h"
 #include "zero/engine.h"
 #include "zero/trainer.h"
 
@@ -137,6 +138,101 @@ TEST(ZeroStages, AnFp16OverflowOnOneRankMakesEveryRankSkipTheStepAndHalveTheScal
     EXPECT_EQ(r.loss_scales[3], 2048.0f);  // halved after the overflow
     EXPECT_EQ(r.loss_scales[5], 2048.0f);
     EXPECT_TRUE(std::isfinite(r.losses.back()));
+  }
+}
+
+// ZeRO-Offload: moving the optimizer states (and stage 3's parameter shards) to the host tier changes
+// where bytes live, not the arithmetic (the host's vectorised Adam gives the backend's bits).
+TEST(ZeroOffload, CpuAndNvmeOffloadGiveBitwiseTheLossesOfNoOffloadAtStages1To3) {
+  World w;
+  testing::TestDir dir;
+  for (DType dt : {DType::bf16, DType::f32})
+    for (int stage = 1; stage <= 3; ++stage) {
+      TrainOptions o = tiny(stage, 20);
+      o.dtype = dt;
+      TrainResult plain = train(o, *w.comm, quiet);
+      o.offload.optimizer = Tier::host;
+      if (stage == 3) o.offload.param = Tier::host;
+      TrainResult cpu = train(o, *w.comm, quiet);
+      ASSERT_EQ(cpu.losses, plain.losses) << "cpu offload, stage " << stage << " " << dtype_name(dt);
+      EXPECT_EQ(cpu.val_loss, plain.val_loss);
+      // Optimizer states on NVMe, streamed in sub-groups of 2048 elements through 3 staging buffers.
+      o.offload.optimizer = Tier::nvme;
+      if (stage == 3) o.offload.param = Tier::nvme;
+      o.offload.nvme_paths = {dir.path()};
+      o.offload.aio_block_size = 4096;
+      o.offload.sub_group_size = 2048;
+      o.offload.buffer_count = 3;
+      TrainResult nvme = train(o, *w.comm, quiet);
+      ASSERT_EQ(nvme.losses, plain.losses) << "nvme offload, stage " << stage << " " << dtype_name(dt);
+      EXPECT_EQ(nvme.val_loss, plain.val_loss);
+    }
+}
+
+TEST(ZeroOffload, OffloadedStatesMoveFromTheDeviceBudgetToTheHostBudget) {
+  World w;
+  const double N = w.n();
+  ParamLayout layout = ParamLayout::build(gpt_preset("tiny"));
+  double padded = 0;
+  for (const GroupSpec& g : layout.groups) padded += std::ceil(double(g.count) / (16 * N)) * 16 * N;
+  struct Case {
+    int stage;
+    Tier param;
+    double device, host;  // bytes per parameter, bf16 working params
+  };
+  // Offloading the optimizer moves the fp32 master, m and v (12/N) and, at stages 2-3, the fp32
+  // gradient shard (4/N); offloading stage 3's params moves their shard too (2/N).
+  const Case cases[] = {{1, Tier::device, 2 + 4, 12 / N},
+                        {2, Tier::device, 2, 16 / N},
+                        {3, Tier::device, 2 / N, 16 / N},
+                        {3, Tier::host, 0, 18 / N}};
+  for (const Case& c : cases) {
+    TrainOptions o = tiny(c.stage, 1);
+    o.dtype = DType::bf16;
+    o.offload.optimizer = Tier::host;
+    o.offload.param = c.param;
+    TrainResult r = train(o, *w.comm, quiet);
+    EXPECT_EQ(double(r.persistent_bytes), c.device * padded) << "stage " << c.stage;
+    EXPECT_EQ(double(r.host_persistent_bytes), c.host * padded) << "stage " << c.stage;
+  }
+}
+
+TEST(ZeroOffload, TheMeasuredPeakPerTierMatchesThePrintedPlanWithin5Percent) {
+  World w;
+  testing::TestDir dir;
+  struct Case {
+    int stage;
+    Tier opt, param;
+  };
+  for (Case c : {Case{0, Tier::device, Tier::device}, Case{2, Tier::host, Tier::device},
+                 Case{3, Tier::host, Tier::host}, Case{3, Tier::nvme, Tier::host}, Case{1, Tier::nvme, Tier::device}}) {
+    TrainOptions o = tiny(c.stage, 2);
+    o.dtype = DType::bf16;
+    o.offload.optimizer = c.opt;
+    o.offload.param = c.param;
+    o.offload.nvme_paths = {dir.path()};
+    o.offload.aio_block_size = 4096;
+    TrainResult r = train(o, *w.comm, quiet);
+    for (int t = 0; t < 3; ++t) {
+      EXPECT_NEAR(double(r.peak_bytes[t]), double(r.plan_bytes[t]), 0.05 * double(r.plan_bytes[t]))
+          << "tier " << tier_name(Tier(t)) << ", stage " << c.stage << ", optimizer on " << tier_name(c.opt);
+    }
+    EXPECT_EQ(r.plan_bytes[2] > 0, c.opt == Tier::nvme);
+  }
+}
+
+TEST(ZeroOffload, AHostTierThatIsTooSmallIsRefusedNamingIt) {
+  World w;
+  TrainOptions o = tiny(2, 1);
+  o.offload.optimizer = Tier::host;
+  o.offload.host_mem = 64 * 1024;
+  try {
+    train(o, *w.comm, quiet);
+    FAIL() << "expected the host budget error";
+  } catch (const Error& e) {
+    std::string m = e.what();
+    EXPECT_NE(m.find("out of host memory budget"), std::string::npos) << m;
+    EXPECT_NE(m.find("--host-mem"), std::string::npos) << m;
   }
 }
 

@@ -1,0 +1,136 @@
+// OptimizerSwapper: store layout, the staging ring and the read/update/write pipeline.
+#include "zero/optimizer_swapper.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+
+#include "core/error.h"
+
+namespace tz {
+namespace {
+std::uint64_t round_up64(std::uint64_t n, std::uint64_t a) { return (n + a - 1) / a * a; }
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+}  // namespace
+
+std::size_t OptimizerSwapper::chunk_elems(std::size_t sub_group, std::size_t block) {
+  // Whole multiples of block/2 elements: every sub-group then starts on a block boundary both in the
+  // fp32 state arrays and in 2-byte (bf16/fp16) parameter shards written back per sub-group.
+  std::size_t per_block = block / 2;
+  return std::max(per_block, sub_group / per_block * per_block);
+}
+
+std::uint64_t OptimizerSwapper::store_bytes(const std::vector<std::size_t>& counts, std::size_t block) {
+  std::uint64_t total = 0;
+  for (std::size_t c : counts) total += 3 * round_up64(std::uint64_t(c) * sizeof(float), block);
+  return total;
+}
+
+OptimizerSwapper::OptimizerSwapper(NvmeStore& store, std::uint64_t base, std::vector<std::size_t> counts,
+                                   std::size_t sub_group, int buffer_count, MemoryBudget& host,
+                                   Pinning pinning)
+    : store_(store), counts_(std::move(counts)), host_(host) {
+  TZ_CHECK(buffer_count >= 3,
+           "offload_optimizer.buffer_count must be at least 3 (read, update, write in flight), got ",
+           buffer_count);
+  const std::size_t block = store.block_size();
+  std::size_t largest = 0;
+  for (std::size_t c : counts_) largest = std::max(largest, c);
+  // A sub-group larger than the largest range would only waste staging memory.
+  chunk_ = std::min(chunk_elems(sub_group, block), round_up64(largest, block / 2));
+  std::uint64_t off = base;
+  for (std::size_t g = 0; g < counts_.size(); ++g) {
+    group_base_.push_back(off);
+    array_bytes_.push_back(round_up64(std::uint64_t(counts_[g]) * sizeof(float), block));
+    off += 3 * array_bytes_.back();
+    for (std::size_t b = 0; b < counts_[g]; b += chunk_)
+      units_.push_back({int(g), b, std::min(chunk_, counts_[g] - b)});
+  }
+  TZ_CHECK(off <= store.capacity(), "the NVMe store holds ", store.capacity(),
+           " bytes; the optimizer states need ", off - base, " from offset ", base);
+  std::size_t slot_bytes = round_up(3 * chunk_ * sizeof(float), kDirectIoAlign);
+  host_.reserve(std::size_t(buffer_count) * slot_bytes, "NVMe staging buffers (optimizer swap ring)");
+  staging_bytes_ = std::size_t(buffer_count) * slot_bytes;
+  for (int i = 0; i < buffer_count; ++i) slots_.push_back({AlignedBuffer(slot_bytes, pinning), {}});
+}
+
+OptimizerSwapper::~OptimizerSwapper() {
+  for (auto& s : slots_)
+    for (auto& h : s.io) {
+      try {
+        if (h.valid()) h.wait();
+      } catch (const std::exception& e) {
+        log_line(std::string("optimizer swap I/O failed at shutdown: ") + e.what());
+      }
+    }
+  host_.release(staging_bytes_);
+}
+
+std::uint64_t OptimizerSwapper::array_offset(int g, int array) const {
+  return group_base_[g] + std::uint64_t(array) * array_bytes_[g];
+}
+
+void OptimizerSwapper::issue(Slot& s, const Unit& u, bool write) {
+  // Each sub-group's extent starts on a block boundary (chunk_ is whole blocks); its length is padded
+  // to 4 KiB for O_DIRECT and stays inside the array's block-aligned region.
+  const std::uint64_t len = round_up64(std::uint64_t(u.n) * sizeof(float), kDirectIoAlign);
+  for (int a = 0; a < 3; ++a) {
+    std::uint64_t off = array_offset(u.g, a) + std::uint64_t(u.begin) * sizeof(float);
+    float* buf = slot_array(s, a);
+    s.io.push_back(write ? store_.write(off, buf, len) : store_.read(off, buf, len));
+    (write ? stats_.write_bytes : stats_.read_bytes) += double(len);
+  }
+}
+
+void OptimizerSwapper::wait(Slot& s) {
+  auto t0 = std::chrono::steady_clock::now();
+  for (auto& h : s.io) h.wait();
+  s.io.clear();
+  stats_.wait_seconds += seconds_since(t0);
+}
+
+void OptimizerSwapper::initialize(int g, const float* master) {
+  Slot& s = slots_[0];
+  for (std::size_t b = 0; b < counts_[g]; b += chunk_) {
+    Unit u{g, b, std::min(chunk_, counts_[g] - b)};
+    std::memcpy(slot_array(s, 0), master + b, u.n * sizeof(float));
+    std::memset(slot_array(s, 1), 0, chunk_ * sizeof(float));
+    std::memset(slot_array(s, 2), 0, chunk_ * sizeof(float));
+    issue(s, u, true);
+    wait(s);
+  }
+}
+
+void OptimizerSwapper::for_each(const Update& fn) {
+  const std::size_t K = units_.size(), B = slots_.size();
+  // Unit i uses slot i % B: reading unit i waits for the write-back of unit i - B in the same slot.
+  auto start_read = [&](std::size_t i) {
+    Slot& s = slots_[i % B];
+    wait(s);
+    issue(s, units_[i], false);
+  };
+  for (std::size_t i = 0; i < std::min(K, B - 1); ++i) start_read(i);
+  for (std::size_t i = 0; i < K; ++i) {
+    if (i + B - 1 < K) start_read(i + B - 1);  // keep B - 1 reads ahead
+    Slot& s = slots_[i % B];
+    wait(s);
+    const Unit& u = units_[i];
+    fn(u.g, u.begin, u.n, slot_array(s, 0), slot_array(s, 1), slot_array(s, 2));
+    issue(s, u, true);
+  }
+  for (auto& s : slots_) wait(s);
+}
+
+void OptimizerSwapper::read_master(int g, float* out) {
+  Slot& s = slots_[0];
+  for (std::size_t b = 0; b < counts_[g]; b += chunk_) {
+    Unit u{g, b, std::min(chunk_, counts_[g] - b)};
+    issue(s, u, false);
+    wait(s);
+    std::memcpy(out + b, slot_array(s, 0), u.n * sizeof(float));
+  }
+}
+
+}  // namespace tz
