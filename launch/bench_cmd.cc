@@ -14,12 +14,39 @@
 #include "perf/adam_bench.h"
 #include "perf/comm_bench.h"
 #include "perf/io_bench.h"
+#include "perf/offload_bench.h"
 #include "perf/step_bench.h"
 
 namespace po = boost::program_options;
 
 namespace tz {
 namespace {
+
+int bench_offload(const std::vector<std::string>& args) {
+  OffloadBenchOptions o;
+  bool json = false;
+  std::string block = "1M";
+  po::options_description desc(
+      "tierzero bench offload: the optimizer step over an NVMe-resident shard, pipelined, against "
+      "max(IO alone, Adam alone) on the same shard\n\nflags");
+  desc.add_options()
+      ("help,h", "print this help")
+      ("params", po::value(&o.params)->default_value(o.params), "elements of the shard")
+      ("path", po::value(&o.path)->default_value(o.path), "folder for the swap file")
+      ("sub-group-size", po::value(&o.sub_group_size)->default_value(o.sub_group_size), "elements per pipeline stage")
+      ("buffer-count", po::value(&o.buffer_count)->default_value(o.buffer_count), "staging buffers in the ring")
+      ("block-size", po::value(&block)->default_value(block), "aio block size")
+      ("queue-depth", po::value(&o.queue_depth)->default_value(o.queue_depth), "aio queue depth")
+      ("reps", po::value(&o.reps)->default_value(o.reps), "repetitions (medians are reported)")
+      ("json", po::bool_switch(&json), "print one JSON object");
+  po::variables_map vm;
+  if (!parse_args(args, desc, vm, "bench offload")) return 0;
+  o.block_size = parse_bytes(block);
+  TZ_CHECK(o.reps >= 1 && o.params >= 1, "--reps and --params must be at least 1");
+  auto r = run_offload_bench(o, json);
+  if (json) std::cout << r.dump() << "\n";
+  return 0;
+}
 
 int bench_step(const std::vector<std::string>& args) {
   StepBenchOptions o;
@@ -180,7 +207,8 @@ int bench_command(const std::vector<std::string>& args) {
                 "GFLOP/s next to the matmul rate\n  comm   collective bandwidth (all_reduce, reduce_scatter, "
                 "all_gather) next to plain MPI; run under mpirun\n"
                 "  adam   CPU Adam: ms and GB/s per step next to the access-pattern limit\n"
-                "  io     NVMe store sequential write/read GB/s (io_uring, O_DIRECT, checksums) next to fio\n");
+                "  io     NVMe store sequential write/read GB/s (io_uring, O_DIRECT, checksums) next to fio\n"
+                "  offload  optimizer step over an NVMe shard, pipelined, vs max(IO alone, Adam alone)\n");
     return args.empty() ? 2 : 0;
   }
   std::vector<std::string> rest(args.begin() + 1, args.end());
@@ -188,6 +216,7 @@ int bench_command(const std::vector<std::string>& args) {
   if (args[0] == "comm") return bench_comm(rest);
   if (args[0] == "adam") return bench_adam(rest);
   if (args[0] == "io") return bench_io(rest);
+  if (args[0] == "offload") return bench_offload(rest);
   TZ_FAIL("unknown benchmark '", args[0], "': use step, comm, adam or io (see tierzero bench --help)");
 }
 
