@@ -87,8 +87,8 @@ const Level& top_level() {
 }
 
 const Level& offload_optimizer_level() {
-  static const Level l{{"device", "nvme_path", "pin_memory", "buffer_count"},
-                       {{"pipeline_read"}, {"pipeline_write"}, {"fast_init"}, {"ratio"}, {"pipeline"}}};
+  static const Level l{{"device", "nvme_path", "pin_memory", "buffer_count", "ratio"},
+                       {{"pipeline_read"}, {"pipeline_write"}, {"fast_init"}, {"pipeline"}}};
   return l;
 }
 
@@ -524,6 +524,11 @@ class Reader {
     }
     if (auto* x = find(v, "buffer_count"))
       off.buffer_count = int(integer(*x, p + "buffer_count", 2, 1024, "an integer 2..1024 (staging buffers)"));
+    if (auto* x = find(v, "ratio")) {
+      float r = real(*x, p + "ratio", "a number in [0, 1] (the share of optimizer states on the host)",
+                     [](double d) { return d >= 0 && d <= 1; });
+      if (!given("offload-ratio")) off.host_ratio_master = off.host_ratio_m = off.host_ratio_v = r;
+    }
     if (params) {
       if (auto* x = find(v, "buffer_size")) count(*x, p + "buffer_size", 1);  // checked; sizes come from the plan
       if (auto* x = find(v, "max_in_cpu")) count(*x, p + "max_in_cpu", 0);

@@ -26,6 +26,7 @@ int train_command(const std::vector<std::string>& args) {
   std::string config, reduce_bucket, allgather_bucket, prefetch_bucket, max_live, persistence;
   double comm_timeout = 300;
   std::string offload_opt, offload_param, host_mem, nvme_mem;
+  double ratio = 1.0, ratio_master = -1, ratio_m = -1, ratio_v = -1;
   po::options_description desc("tierzero train: train a GPT-2 model\n\nflags (default in parentheses)");
   add_model_flags(desc, mf);
   desc.add_options()
@@ -101,6 +102,13 @@ int train_command(const std::vector<std::string>& args) {
       ("offload-param", po::value(&offload_param)->default_value("none"),
        "stage 3: where the parameter shards live between uses: none, cpu or nvme "
        "(zero_optimization.offload_param.device)")
+      ("offload-ratio", po::value(&ratio)->default_value(1.0),
+       "with --offload-optimizer cpu: the share of the optimizer states on the host tier; the rest stays on the "
+       "device, in whole flat groups (offload_optimizer.ratio)")
+      ("offload-ratio-master", po::value(&ratio_master)->default_value(-1.0),
+       "the same for the fp32 master weights only (-1: --offload-ratio)")
+      ("offload-ratio-m", po::value(&ratio_m)->default_value(-1.0), "the same for Adam m only (-1: --offload-ratio)")
+      ("offload-ratio-v", po::value(&ratio_v)->default_value(-1.0), "the same for Adam v only (-1: --offload-ratio)")
       ("host-mem", po::value(&host_mem)->default_value("unlimited"), "budget of the host tier, e.g. 16G")
       ("nvme-mem", po::value(&nvme_mem)->default_value("unlimited"), "budget of the nvme tier, e.g. 500G")
       ("nvme-path", po::value(&o.offload.nvme_paths)->composing(),
@@ -141,11 +149,18 @@ int train_command(const std::vector<std::string>& args) {
   o.offload.optimizer = parse_offload_device(offload_opt, "--offload-optimizer");
   o.offload.param = parse_offload_device(offload_param, "--offload-param");
   o.offload.host_mem = parse_bytes(host_mem);
+  o.offload.host_ratio_master = o.offload.host_ratio_m = o.offload.host_ratio_v = ratio;
   o.offload.nvme_mem = parse_bytes(nvme_mem);
   // The file fills what the command line left at its defaults.
   if (!config.empty())
     load_ds_config(config, o, [&](const std::string& f) { return vm.count(f) && !vm[f].defaulted(); });
   TZ_CHECK(o.zero.stage >= 0 && o.zero.stage <= 3, "--zero-stage must be 0, 1, 2 or 3, got ", o.zero.stage);
+  // Per-class ratios override the common one (from the flag or the file).
+  if (ratio_master >= 0) o.offload.host_ratio_master = ratio_master;
+  if (ratio_m >= 0) o.offload.host_ratio_m = ratio_m;
+  if (ratio_v >= 0) o.offload.host_ratio_v = ratio_v;
+  for (double r : {o.offload.host_ratio_master, o.offload.host_ratio_m, o.offload.host_ratio_v})
+    TZ_CHECK(r >= 0 && r <= 1, "offload ratios must be in [0, 1], got ", r);
   TZ_CHECK(comm_timeout > 0, "--comm-timeout must be positive, got ", comm_timeout);
   TZ_CHECK(o.lr.lr > 0, "--lr must be positive, got ", o.lr.lr);
   TZ_CHECK(o.adam.beta1 >= 0 && o.adam.beta1 < 1 && o.adam.beta2 >= 0 && o.adam.beta2 < 1,

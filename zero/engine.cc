@@ -55,6 +55,22 @@ Engine::Engine(Device& dev, Device& host, Communicator& comm, const ParamLayout&
   // read) on the host tier with offload_optimizer=cpu; stage 3's parameter shards with offload_param=cpu.
   Device& opt_dev = offload.optimizer == Tier::device ? dev : host;
   const Tier opt_tier = offload.optimizer == Tier::device ? Tier::device : Tier::host;
+  // Per class, which groups' states go to the host tier: whole groups in order until the class's
+  // host share (offload_optimizer.ratio) is reached; the rest stay on the device.
+  auto host_groups = [&](double ratio) {
+    std::vector<bool> on_host(G, false);
+    if (offload.optimizer != Tier::host) return on_host;
+    TZ_CHECK(ratio >= 0 && ratio <= 1, "an offload ratio must be in [0, 1], got ", ratio);
+    double total = 0, placed = 0;
+    for (int g = 0; g < G; ++g) total += double(opt_count(g));
+    for (int g = 0; g < G; ++g)
+      if (placed + 0.5 * double(opt_count(g)) <= ratio * total) on_host[g] = true, placed += double(opt_count(g));
+    return on_host;
+  };
+  const std::vector<bool> master_host = host_groups(offload.host_ratio_master),
+                          m_host = host_groups(offload.host_ratio_m), v_host = host_groups(offload.host_ratio_v);
+  auto where = [&](const std::vector<bool>& on_host, int g) -> Device& { return on_host[g] ? host : dev; };
+  auto tier_of = [&](const std::vector<bool>& on_host, int g) { return on_host[g] ? Tier::host : Tier::device; };
   const bool nvme_opt = offload.optimizer == Tier::nvme;
   std::vector<std::vector<float>> nvme_init;   // this rank's master values, written to the store below
   std::vector<std::vector<float>> param_init;  // NVMe-resident param shards, written to the store below
@@ -93,14 +109,14 @@ Engine::Engine(Device& dev, Device& host, Communicator& comm, const ParamLayout&
       if (!separate_master_) {
         master_.emplace_back();
       } else {
-        master_.emplace_back(opt_dev, ocount, "fp32 master " + gs.name);
-        note("fp32 master", opt_tier, ocount * 4);
+        master_.emplace_back(where(master_host, g), ocount, "fp32 master " + gs.name);
+        note("fp32 master", tier_of(master_host, g), ocount * 4);
         std::memcpy(master_.back().data(), osrc, ocount * sizeof(float));
       }
-      m_.emplace_back(opt_dev, ocount, "adam m " + gs.name);
-      v_.emplace_back(opt_dev, ocount, "adam v " + gs.name);
-      note("adam m", opt_tier, ocount * 4);
-      note("adam v", opt_tier, ocount * 4);
+      m_.emplace_back(where(m_host, g), ocount, "adam m " + gs.name);
+      v_.emplace_back(where(v_host, g), ocount, "adam v " + gs.name);
+      note("adam m", tier_of(m_host, g), ocount * 4);
+      note("adam v", tier_of(v_host, g), ocount * 4);
       be.fill(m_.back().data(), 0.0f, ocount);
       be.fill(v_.back().data(), 0.0f, ocount);
     }

@@ -58,6 +58,10 @@ struct OffloadOptions {
   std::size_t sub_group_size = 1'000'000'000;           // optimizer elements per pipeline stage
   std::size_t aio_block_size = 1 << 20;
   int aio_queue_depth = 8;
+  // With optimizer = host: the share of each optimizer class's bytes (fp32 master, Adam m, Adam v) that
+  // lives on the host tier; the rest stays on the device (DeepSpeed's offload_optimizer.ratio, here
+  // settable per class). Whole flat groups move, in group order, until the share is reached.
+  double host_ratio_master = 1.0, host_ratio_m = 1.0, host_ratio_v = 1.0;
 };
 
 }  // namespace tz

@@ -3,6 +3,7 @@
 // and an fp16 overflow on one rank makes every rank skip the step.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "comm/communicator.h"
@@ -219,6 +220,31 @@ TEST(ZeroOffload, TheMeasuredPeakPerTierMatchesThePrintedPlanWithin5Percent) {
     }
     EXPECT_EQ(r.plan_bytes[2] > 0, c.opt == Tier::nvme);
   }
+}
+
+TEST(ZeroOffload, APartialRatioSplitsEachOptimizerClassByWholeGroupsAndKeepsTheLosses) {
+  World w;
+  TrainOptions o = tiny(2, 10);
+  o.dtype = DType::bf16;
+  TrainResult plain = train(o, *w.comm, quiet);
+  o.offload.optimizer = Tier::host;
+  o.offload.host_ratio_master = 1.0;
+  o.offload.host_ratio_m = 0.5;
+  o.offload.host_ratio_v = 0.0;
+  TrainResult split = train(o, *w.comm, quiet);
+  EXPECT_EQ(split.losses, plain.losses);
+  // Host bytes: the gradient shards and the master (16/N... as the full offload) minus what m and v keep
+  // on the device: m about half (whole groups: within the largest group's share), v none.
+  ParamLayout layout = ParamLayout::build(gpt_preset("tiny"));
+  const double N = w.n();
+  double padded = 0, largest = 0;
+  for (const GroupSpec& g : layout.groups) {
+    double p = std::ceil(double(g.count) / (16 * N)) * 16 * N;
+    padded += p;
+    largest = std::max(largest, p);
+  }
+  double m_host = double(split.host_persistent_bytes) - 8.0 / N * padded;  // grads + master: 4/N + 4/N
+  EXPECT_NEAR(m_host, 0.5 * 4.0 / N * padded, 0.5 * 4.0 / N * largest + 1);
 }
 
 TEST(ZeroOffload, AHostTierThatIsTooSmallIsRefusedNamingIt) {
