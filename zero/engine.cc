@@ -145,6 +145,7 @@ Engine::Engine(Device& dev, Device& host, Communicator& comm, const ParamLayout&
     so.rank = comm.rank();
     so.block_size = offload.aio_block_size;
     so.queue_depth = unsigned(offload.aio_queue_depth);
+    so.completion_filter = offload.nvme_completion_filter;
     const std::uint64_t opt_bytes = nvme_opt ? OptimizerSwapper::store_bytes(counts, so.block_size) : 0;
     std::uint64_t off = opt_bytes;
     param_off_.assign(G, 0);

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "offload/uring_file.h"
+
 namespace tz {
 
 struct AdamConfig {
@@ -62,6 +64,8 @@ struct OffloadOptions {
   // lives on the host tier; the rest stays on the device (DeepSpeed's offload_optimizer.ratio, here
   // settable per class). Whole flat groups move, in group order, until the share is reached.
   double host_ratio_master = 1.0, host_ratio_m = 1.0, host_ratio_v = 1.0;
+  // Test seam: rewrites the NVMe store's I/O completion results (inject -EIO, short reads, -EAGAIN).
+  CompletionFilter nvme_completion_filter;
 };
 
 }  // namespace tz
