@@ -118,5 +118,25 @@ TEST(Cli, InitFromTakesTheHeadCountFromNHeadAndRefusesAnUnknownWidthWithoutIt) {
   EXPECT_TRUE(has(r.out, "1 layers, 2 heads, 24 embd")) << r.out;
 }
 
+// The fine-tuning scene: start from a GPT-2 safetensors file with the optimizer offloaded to the host
+// tier; every step prints the host memory in use and the optimizer update time.
+TEST(Cli, FineTuningFromSafetensorsWithCpuOffloadPrintsHostMemoryAndOptimizerTimePerStep) {
+  testing::TestDir dir;
+  std::string st = dir.file("base.safetensors");
+  CliRun r = cli({"train", "--steps", "1", "--micro-batch", "1", "--seq-len", "16", "--save-safetensors", st});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  r = cli({"train", "--init-from", st, "--n-head", "4", "--offload-optimizer", "cpu", "--steps", "3", "--micro-batch",
+           "1", "--seq-len", "16", "--lr", "1e-4"});
+  ASSERT_EQ(r.rc, 0) << r.err;
+  for (const char* step : {"step     1/3", "step     2/3", "step     3/3"}) {
+    std::size_t at = r.out.find(step);
+    ASSERT_NE(at, std::string::npos) << r.out;
+    std::string line = r.out.substr(at, r.out.find('\n', at) - at);
+    EXPECT_TRUE(has(line, "| host ")) << line;
+    EXPECT_TRUE(has(line, "| optimizer ")) << line;
+  }
+  EXPECT_TRUE(has(r.out, "fp32 master                              host")) << r.out;
+}
+
 }  // namespace
 }  // namespace tz
