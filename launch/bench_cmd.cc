@@ -163,7 +163,7 @@ int bench_adam(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "bench adam")) return 0;
   o.params = parse_count("params", params);
-  if (!isa.empty()) o.isa = select_cpu_adam_isa(isa.c_str());
+  if (!isa.empty()) o.isa = select_cpu_adam_isa(isa.c_str(), "--isa");
   o.core_backend = !no_core;
   auto result = run_adam_bench(o, json);
   if (json) std::cout << result.dump() << "\n";

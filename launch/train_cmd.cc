@@ -25,7 +25,7 @@ int train_command(const std::vector<std::string>& args) {
   bool ckpt = false;
   std::string config, reduce_bucket, allgather_bucket, prefetch_bucket, max_live, persistence;
   double comm_timeout = 300;
-  std::string offload_opt, offload_param, host_mem, nvme_mem;
+  std::string offload_opt, offload_param, offload_act, host_mem, nvme_mem;
   double ratio = 1.0, ratio_master = -1, ratio_m = -1, ratio_v = -1;
   po::options_description desc("tierzero train: train a GPT-2 model\n\nflags (default in parentheses)");
   add_model_flags(desc, mf);
@@ -109,6 +109,8 @@ int train_command(const std::vector<std::string>& args) {
        "the same for the fp32 master weights only (-1: --offload-ratio)")
       ("offload-ratio-m", po::value(&ratio_m)->default_value(-1.0), "the same for Adam m only (-1: --offload-ratio)")
       ("offload-ratio-v", po::value(&ratio_v)->default_value(-1.0), "the same for Adam v only (-1: --offload-ratio)")
+      ("offload-activations", po::value(&offload_act)->default_value("none"),
+       "where the activation checkpoints (each block's input) live: none (the device) or cpu")
       ("host-mem", po::value(&host_mem)->default_value("unlimited"), "budget of the host tier, e.g. 16G")
       ("nvme-mem", po::value(&nvme_mem)->default_value("unlimited"), "budget of the nvme tier, e.g. 500G")
       ("nvme-path", po::value(&o.offload.nvme_paths)->composing(),
@@ -148,6 +150,7 @@ int train_command(const std::vector<std::string>& args) {
   o.zero.param_persistence_threshold = parse_count("param-persistence-threshold", persistence);
   o.offload.optimizer = parse_offload_device(offload_opt, "--offload-optimizer");
   o.offload.param = parse_offload_device(offload_param, "--offload-param");
+  o.offload.activations = parse_offload_device(offload_act, "--offload-activations");
   o.offload.host_mem = parse_bytes(host_mem);
   o.offload.host_ratio_master = o.offload.host_ratio_m = o.offload.host_ratio_v = ratio;
   o.offload.nvme_mem = parse_bytes(nvme_mem);

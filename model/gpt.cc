@@ -34,7 +34,8 @@ std::size_t Gpt::activation_bytes_for(const GptConfig& cfg, GptShape s, DType dt
   return bytes;
 }
 
-Gpt::Gpt(Device& dev, const GptConfig& cfg, GptShape shape, DType dt, ActivationCheckpointing ckpt)
+Gpt::Gpt(Device& dev, const GptConfig& cfg, GptShape shape, DType dt, ActivationCheckpointing ckpt,
+         Device* checkpoint_dev)
     : dev_(dev), be_(dev.backend()), cfg_(cfg), layout_(ParamLayout::build(cfg)), shape_(shape), dtype_(dt),
       ckpt_(ckpt) {
   TZ_CHECK(shape.B >= 1, "micro-batch must be at least 1, got ", shape.B);
@@ -45,7 +46,11 @@ Gpt::Gpt(Device& dev, const GptConfig& cfg, GptShape shape, DType dt, Activation
                     Vp = cfg.padded_vocab_size;
   std::size_t before = dev.memory().used();
   auto f = [&](std::size_t n, const char* what) { return Buffer<float>(dev, n, std::string("activations: ") + what); };
-  for (int l = 0; l <= cfg.n_layer; ++l) residual_.push_back(f(BT * C, "residual stream"));
+  Device& cdev = checkpoint_dev ? *checkpoint_dev : dev;
+  std::size_t cbefore = cdev.memory().used();
+  for (int l = 0; l <= cfg.n_layer; ++l)
+    residual_.push_back(Buffer<float>(cdev, BT * C, "activation checkpoint (residual stream)"));
+  if (&cdev != &dev) offloaded_ckpt_bytes_ = cdev.memory().used() - cbefore;
   int sets = ckpt == ActivationCheckpointing::off ? cfg.n_layer : 1;
   acts_.resize(sets);
   for (auto& a : acts_) {

@@ -23,7 +23,10 @@ class Gpt {
  public:
   // param_dtype: the working dtype of parameters and matmul inputs (f32, bf16 or f16); activations
   // and gradients are fp32. Allocates every activation buffer now, on `dev`, under its budget.
-  Gpt(Device& dev, const GptConfig& cfg, GptShape shape, DType param_dtype, ActivationCheckpointing ckpt);
+  // checkpoint_dev: where the per-block checkpoints (the residual stream entering each block) live; by
+  // default the compute device. Another tier (the host) holds them when activations are offloaded.
+  Gpt(Device& dev, const GptConfig& cfg, GptShape shape, DType param_dtype, ActivationCheckpointing ckpt,
+      Device* checkpoint_dev = nullptr);
   ~Gpt();
   Gpt(const Gpt&) = delete;
   Gpt& operator=(const Gpt&) = delete;
@@ -35,6 +38,8 @@ class Gpt {
 
   // Bytes of activation and scratch buffers this model allocated (for the memory plan).
   std::size_t activation_bytes() const { return act_bytes_; }
+  // Bytes of the block checkpoints when they live on checkpoint_dev (0 when on the compute device).
+  std::size_t offloaded_checkpoint_bytes() const { return offloaded_ckpt_bytes_; }
   // What activation_bytes() would be, without allocating.
   static std::size_t activation_bytes_for(const GptConfig& cfg, GptShape shape, DType param_dtype,
                                           ActivationCheckpointing ckpt);
@@ -65,7 +70,7 @@ class Gpt {
   GptShape shape_;
   DType dtype_;
   ActivationCheckpointing ckpt_;
-  std::size_t act_bytes_ = 0;
+  std::size_t act_bytes_ = 0, offloaded_ckpt_bytes_ = 0;
 
   std::vector<Buffer<float>> residual_;  // L+1 residual streams [BT, C]; residual_[0] is the embedding output
   std::vector<BlockActs> acts_;          // L sets, or 1 shared set with checkpointing

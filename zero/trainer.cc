@@ -139,7 +139,9 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
                 opt.offload);
   init.clear();
   init.shrink_to_fit();
-  Gpt model(*dev, cfg, GptShape{opt.micro_batch, opt.seq_len}, opt.dtype, opt.checkpointing);
+  TZ_CHECK(opt.offload.activations != Tier::nvme, "activation checkpoints can be offloaded to cpu, not nvme");
+  Gpt model(*dev, cfg, GptShape{opt.micro_batch, opt.seq_len}, opt.dtype, opt.checkpointing,
+            opt.offload.activations == Tier::host ? host.get() : nullptr);
 
   char line[640];
   std::snprintf(line, sizeof line,
@@ -158,6 +160,8 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
   // The memory plan: every buffer by state class and tier, as allocated before step 1.
   std::vector<PlanRow> plan = engine.plan();
   plan.push_back({"activations and scratch", Tier::device, model.activation_bytes()});
+  if (model.offloaded_checkpoint_bytes())
+    plan.push_back({"activation checkpoints", Tier::host, model.offloaded_checkpoint_bytes()});
   std::size_t plan_total[3] = {0, 0, 0};
   for (const PlanRow& r : plan) plan_total[int(r.tier)] += r.bytes;
   {

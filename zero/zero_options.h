@@ -49,8 +49,9 @@ std::string tier_name(Tier t);
 
 // ZeRO-Offload / ZeRO-Infinity (DeepSpeed's offload_optimizer, offload_param and aio sections).
 struct OffloadOptions {
-  Tier optimizer = Tier::device;  // fp32 master, Adam m and v (and the fp32 gradient shards, stages 2-3)
-  Tier param = Tier::device;      // stage 3: the working-parameter shards
+  Tier optimizer = Tier::device;    // fp32 master, Adam m and v (and the fp32 gradient shards, stages 2-3)
+  Tier param = Tier::device;        // stage 3: the working-parameter shards
+  Tier activations = Tier::device;  // the activation checkpoints (each block's input residual stream)
   std::vector<std::string> nvme_paths;
   std::size_t host_mem = static_cast<std::size_t>(-1);  // budget of the host tier (bytes)
   std::size_t nvme_mem = static_cast<std::size_t>(-1);  // budget of the nvme tier (bytes)

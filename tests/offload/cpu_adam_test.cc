@@ -355,13 +355,16 @@ TEST(CpuAdam, DefaultPathIsTheWidestTheCpuSupportsUnlessOverridden) {
   EXPECT_EQ(cpu_adam_isa(), cpu_adam_isa_name(select_cpu_adam_isa(std::getenv("TZ_CPU_ADAM_ISA"))));
 }
 
-TEST(CpuAdam, UnknownPathNamesAreRejectedWithTheValidOnes) {
+TEST(CpuAdam, UnknownPathNamesAreRejectedWithTheValidOnesAndWhereTheNameCameFrom) {
   try {
-    select_cpu_adam_isa("sse4");
+    select_cpu_adam_isa("sse4", "--isa");
     FAIL() << "no error for an unknown path";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("use avx512, avx2 or scalar"), std::string::npos) << e.what();
+    const std::string what = e.what();
+    EXPECT_NE(what.find("--isa 'sse4' is not a CPU Adam path: use avx512, avx2 or scalar"), std::string::npos)
+        << what;
   }
+  EXPECT_THROW(select_cpu_adam_isa("AVX512"), Error);  // names are lower case, as printed
 }
 
 TEST(CpuAdam, RejectsAWorkingTypeItCannotWriteAndStepZero) {

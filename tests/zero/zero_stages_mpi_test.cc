@@ -247,6 +247,21 @@ TEST(ZeroOffload, APartialRatioSplitsEachOptimizerClassByWholeGroupsAndKeepsTheL
   EXPECT_NEAR(m_host, 0.5 * 4.0 / N * padded, 0.5 * 4.0 / N * largest + 1);
 }
 
+TEST(ZeroOffload, ActivationCheckpointsOnTheHostTierKeepTheLossesAndLeaveTheDevice) {
+  World w;
+  TrainOptions o = tiny(3, 5);
+  o.checkpointing = ActivationCheckpointing::per_block;
+  TrainResult plain = train(o, *w.comm, quiet);
+  o.offload.activations = Tier::host;
+  TrainResult off = train(o, *w.comm, quiet);
+  EXPECT_EQ(off.losses, plain.losses);
+  // (n_layer + 1) residual streams of B x T x C floats moved from the device to the host tier.
+  const GptConfig c = gpt_preset("tiny");
+  const double ckpt = double(c.n_layer + 1) * o.micro_batch * o.seq_len * c.n_embd * 4;
+  EXPECT_EQ(double(plain.plan_bytes[0] - off.plan_bytes[0]), ckpt);
+  EXPECT_EQ(double(off.plan_bytes[1] - plain.plan_bytes[1]), ckpt);
+}
+
 TEST(ZeroOffload, AHostTierThatIsTooSmallIsRefusedNamingIt) {
   World w;
   TrainOptions o = tiny(2, 1);
