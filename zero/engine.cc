@@ -2,6 +2,7 @@
 #include "zero/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
@@ -226,7 +227,9 @@ Engine::Engine(Device& dev, Device& host, Communicator& comm, const ParamLayout&
       std::size_t staging = round_up(largest * es, kDirectIoAlign);
       gatherer_->set_fetch(
           [this, es](int g, void* dst) {
-            return store_->read(param_off_[g], dst, round_up(map_.group(g).shard_count * es, kDirectIoAlign));
+            std::size_t bytes = round_up(map_.group(g).shard_count * es, kDirectIoAlign);
+            param_io_.read_bytes += double(bytes);
+            return store_->read(param_off_[g], dst, bytes);
           },
           staging);
       host.memory().reserve(gatherer_->staging_bytes(), "staging of parameter shards fetched from NVMe");
@@ -245,6 +248,13 @@ Engine::Engine(Device& dev, Device& host, Communicator& comm, const ParamLayout&
 Engine::~Engine() {
   if (param_scratch_budget_) param_scratch_budget_->release(param_scratch_.bytes());
   if (fetch_staging_bytes_) host_.memory().release(fetch_staging_bytes_);
+}
+
+SwapStats* Engine::param_io_stats() {
+  if (!param_nvme_) return nullptr;
+  param_io_.wait_seconds += gatherer_->fetch_wait_seconds();
+  gatherer_->reset_fetch_wait();
+  return &param_io_;
 }
 
 void Engine::note(const std::string& what, Tier tier, std::size_t bytes) {
@@ -411,7 +421,10 @@ StepStats Engine::step() {
     }
     if (to_nvme) {
       std::uint64_t bytes = round_up(n * dtype_size(working_), kDirectIoAlign);
+      auto t0 = std::chrono::steady_clock::now();
       store_->write_sync(param_off_[g] + begin * dtype_size(working_), param_scratch_.data(), bytes);
+      param_io_.wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      param_io_.write_bytes += double(bytes);
     }
   };
   std::vector<std::unique_ptr<Work>> gathers;

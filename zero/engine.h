@@ -84,6 +84,9 @@ class Engine final : public ParamProvider {
   const MemoryBudget& nvme_budget() const { return nvme_budget_; }
   // Traffic of the NVMe optimizer swap since the last reset (null without NVMe offload).
   SwapStats* swap_stats() { return swapper_ ? &swapper_->stats() : nullptr; }
+  // Traffic of NVMe-resident parameter shards (fetches before gathers, write-backs after the step);
+  // wait_seconds counts only the time blocked on fetches and write-backs. Null without them.
+  SwapStats* param_io_stats();
   NvmeStore* nvme_store() { return store_.get(); }
   std::size_t transient_bytes() const { return transient_bytes_; }
 
@@ -133,6 +136,7 @@ class Engine final : public ParamProvider {
   AlignedBuffer param_scratch_;           // updated shards are written back from here
   MemoryBudget* param_scratch_budget_ = nullptr;
   std::size_t fetch_staging_bytes_ = 0;
+  SwapStats param_io_;
   std::unique_ptr<GradReducer> reducer_;
   std::unique_ptr<ParamGatherer> gatherer_;
 };

@@ -2,6 +2,7 @@
 #include "zero/param_gatherer.h"
 
 #include <algorithm>
+#include <chrono>
 
 #include "core/error.h"
 
@@ -106,7 +107,9 @@ void ParamGatherer::launch_in_order(int until) {
     auto [s, started] = pending_.front();
     if (reached && started >= acquires_) return;  // started by this acquire: its turn comes at the next
     Slot& slot = slots_[s];
+    auto t0 = std::chrono::steady_clock::now();
     slot.fetch.wait();
+    fetch_wait_ += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     slot.fetching = false;
     launch_gather(slot);
     pending_.pop_front();

@@ -42,6 +42,9 @@ class ParamGatherer {
 
   std::size_t slot_bytes() const { return slot_bytes_; }
   std::size_t staging_bytes() const { return staging_bytes_; }  // host staging of NVMe fetches
+  // Seconds acquire spent blocked on NVMe reads of shards (the rest of their time was hidden).
+  double fetch_wait_seconds() const { return fetch_wait_; }
+  void reset_fetch_wait() { fetch_wait_ = 0; }
   int small_slots() const { return int(slots_.size()) - 1; }
 
  private:
@@ -86,6 +89,7 @@ class ParamGatherer {
   };
   std::deque<Pending> pending_;  // slots whose shard is being read, in the order the reads started
   std::size_t acquires_ = 0;
+  double fetch_wait_ = 0;
 };
 
 }  // namespace tz

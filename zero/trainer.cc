@@ -261,6 +261,15 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
                              {"hidden_fraction", opt_ms > 0 ? 1.0 - 1000.0 * sw->wait_seconds / opt_ms : 0.0}};
       sw->reset();
     }
+    if (SwapStats* pw = engine.param_io_stats()) {
+      double secs = step_ms / 1000.0;
+      offload_rec["nvme_params"] = {{"read_bytes", pw->read_bytes},
+                                    {"write_bytes", pw->write_bytes},
+                                    {"gbps", secs > 0 ? (pw->read_bytes + pw->write_bytes) / secs / 1e9 : 0.0},
+                                    {"wait_ms", 1000.0 * pw->wait_seconds},
+                                    {"hidden_fraction", step_ms > 0 ? 1.0 - 1000.0 * pw->wait_seconds / step_ms : 0.0}};
+      pw->reset();
+    }
     double wait_ms = total_wait_ms(after, before);
     double tok_s = double(BT) * opt.grad_accum * world / (step_ms / 1000.0);
     if (opt.log_every > 0 && (step % opt.log_every == 0 || step == 1 || step == opt.steps)) {
