@@ -17,8 +17,10 @@ void MemoryBudget::reserve(std::size_t bytes, const std::string& what) {
       TZ_FAIL("out of ", tier_, " memory budget: allocating ", format_bytes(bytes), " for ", what, " with ",
               format_bytes(cur), " already in use would exceed the ", tier_, " budget of ", format_bytes(budget_),
               " by ", format_bytes(cur + bytes - budget_),
-              "; raise the budget (--", tier_, "-mem) or use a smaller model, micro-batch or sequence length",
-              tier_ == "device" ? ", or offload states (--offload-optimizer, --offload-param)" : "");
+              "; raise the budget (--", tier_, "-mem)",
+              tier_ == "device" ? ", use a smaller model, micro-batch or sequence length, or offload states "
+                                  "(--offload-optimizer, --offload-param, --offload-activations)"
+                                : ", or offload less to this tier");
     }
     if (used_.compare_exchange_weak(cur, cur + bytes)) break;
   }

@@ -23,7 +23,9 @@ const char* kUsage =
     "  train   train a GPT-2 model (presets tiny, gpt2, gpt2-medium, gpt2-large, gpt2-xl, or free sizes)\n"
     "  data    prepare token files: `tierzero data prepare --input FILE... --output train.bin`\n"
     "  bench   benchmarks: `tierzero bench step` (training step time, tokens/s, GFLOP/s vs matmul rate),\n"
-    "          `tierzero bench comm` (collectives: time, algbw, busbw vs the same call through MPI)\n"
+    "          `tierzero bench comm` (collectives: time, algbw, busbw vs the same call through MPI),\n"
+    "          `bench adam` (CPU Adam vs its memory limit), `bench io` (NVMe store vs fio),\n"
+    "          `bench offload` (pipelined NVMe optimizer step vs max(IO, Adam))\n"
     "\n"
     "docs: README.md, docs/configuration.md, docs/ARCHITECTURE.md, perf/README.md\n";
 

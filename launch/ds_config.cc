@@ -522,8 +522,11 @@ class Reader {
       bool b = boolean(*x, p + "pin_memory");
       if (!given("pin-memory")) off.pin_memory = b;
     }
-    if (auto* x = find(v, "buffer_count"))
-      off.buffer_count = int(integer(*x, p + "buffer_count", 2, 1024, "an integer 2..1024 (staging buffers)"));
+    if (auto* x = find(v, "buffer_count")) {
+      // Only the optimizer's swap ring is sized by it; offload_param's is checked (its staging is per slot).
+      int n = int(integer(*x, p + "buffer_count", 3, 1024, "an integer 3..1024 (staging buffers)"));
+      if (!params) off.buffer_count = n;
+    }
     if (auto* x = find(v, "ratio")) {
       float r = real(*x, p + "ratio", "a number in [0, 1] (the share of optimizer states on the host)",
                      [](double d) { return d >= 0 && d <= 1; });

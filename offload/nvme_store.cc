@@ -51,7 +51,7 @@ std::string default_run_id() {
 }
 
 NvmeStore::NvmeStore(NvmeStoreOptions opt) : opt_(std::move(opt)) {
-  TZ_CHECK(!opt_.paths.empty(), "the NVMe store needs at least one path (--nvme-paths)");
+  TZ_CHECK(!opt_.paths.empty(), "the NVMe store needs at least one path (--nvme-path)");
   TZ_CHECK(opt_.bytes > 0, "the NVMe store was asked for 0 bytes");
   TZ_CHECK(!opt_.run_id.empty() && opt_.run_id.find('/') == std::string::npos, "bad NVMe run id '",
            opt_.run_id, "'");
@@ -82,7 +82,7 @@ NvmeStore::NvmeStore(NvmeStoreOptions opt) : opt_(std::move(opt)) {
     if (fs.need > fs.free)
       TZ_FAIL("not enough space for rank ", opt_.rank, "'s NVMe store on ", fs.paths, ": need ",
               format_bytes(fs.need), " (", fs.need, " bytes), free ", format_bytes(fs.free), " (", fs.free,
-              " bytes, statvfs); free space, add --nvme-paths on other disks, or offload less to NVMe");
+              " bytes, statvfs); free space, add --nvme-path on other disks, or offload less to NVMe");
 
   try {
     std::vector<FileDescriptor> fds;

@@ -1,4 +1,4 @@
-// NvmeStore: the NVMe tier of one rank. One preallocated O_DIRECT file per --nvme-paths entry under a
+// NvmeStore: the NVMe tier of one rank. One preallocated O_DIRECT file per --nvme-path entry under a
 // per-run directory, block-striped across them, moved by io_uring, each block checksummed (XXH3-64).
 #pragma once
 

@@ -38,7 +38,9 @@ Engine::Engine(Device& dev, Device& host, Communicator& comm, const ParamLayout&
       (offload.optimizer != Tier::nvme && offload.param != Tier::nvme) || !offload.nvme_paths.empty(),
       "offloading to nvme needs at least one --nvme-path (zero_optimization.offload_optimizer.nvme_path)");
   param_nvme_ = stage_ == 3 && offload.param == Tier::nvme;
-  separate_master_ = !(working == DType::f32 && offload.optimizer == Tier::device);
+  // fp32 working params on the device are their own master, unless the optimizer lives elsewhere or
+  // the shards go to NVMe (then the master must outlive the write-back).
+  separate_master_ = !(working == DType::f32 && offload.optimizer == Tier::device && !param_nvme_);
   TZ_CHECK(stage_ >= 0 && stage_ <= 3, "ZeRO stage must be 0, 1, 2 or 3, got ", stage_);
   TZ_CHECK(grad_accum >= 1, "gradient accumulation steps must be at least 1, got ", grad_accum);
   TZ_CHECK(init.size() == layout.groups.size(), "initial values for ", init.size(), " groups, the model has ",

@@ -113,12 +113,13 @@ void OptimizerSwapper::for_each(const Update& fn) {
   };
   for (std::size_t i = 0; i < std::min(K, B - 1); ++i) start_read(i);
   for (std::size_t i = 0; i < K; ++i) {
-    if (i + B - 1 < K) start_read(i + B - 1);  // keep B - 1 reads ahead
     Slot& s = slots_[i % B];
     wait(s);
     const Unit& u = units_[i];
     fn(u.g, u.begin, u.n, slot_array(s, 0), slot_array(s, 1), slot_array(s, 2));
     issue(s, u, true);
+    // The next read reuses the slot of unit i - 1, whose write-back ran while Adam updated unit i.
+    if (i + B - 1 < K) start_read(i + B - 1);
   }
   for (auto& s : slots_) wait(s);
 }

@@ -30,7 +30,8 @@ class OptimizerSwapper {
 
   // Store bytes the states of `counts` need (three block-aligned arrays per group).
   static std::uint64_t store_bytes(const std::vector<std::size_t>& counts, std::size_t block);
-  // Elements per sub-group: sub_group rounded down to whole blocks (at least one block).
+  // Elements per sub-group: sub_group rounded down to a multiple of block/2 elements (at least one), so
+  // every sub-group starts on a block boundary in fp32 state arrays and in 2-byte parameter shards.
   static std::size_t chunk_elems(std::size_t sub_group, std::size_t block);
 
   // Writes group g's initial master values with m = v = 0 (blocking; before training).

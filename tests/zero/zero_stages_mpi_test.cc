@@ -167,6 +167,11 @@ TEST(ZeroOffload, CpuAndNvmeOffloadGiveBitwiseTheLossesOfNoOffloadAtStages1To3) 
       TrainResult nvme = train(o, *w.comm, quiet);
       ASSERT_EQ(nvme.losses, plain.losses) << "nvme offload, stage " << stage << " " << dtype_name(dt);
       EXPECT_EQ(nvme.val_loss, plain.val_loss);
+      if (stage == 3) {  // parameter shards alone on NVMe, the optimizer on the device
+        o.offload.optimizer = Tier::device;
+        TrainResult params = train(o, *w.comm, quiet);
+        ASSERT_EQ(params.losses, plain.losses) << "nvme params only, " << dtype_name(dt);
+      }
     }
 }
 
