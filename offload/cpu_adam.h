@@ -20,9 +20,10 @@ std::string_view cpu_adam_isa_name(CpuAdamIsa isa);
 // Whether this CPU can run the path: avx512 needs avx512f/bw/vl/dq, avx2 needs avx2/fma/f16c.
 bool cpu_adam_isa_supported(CpuAdamIsa isa);
 
-// The path to use given the value of TZ_CPU_ADAM_ISA (null or empty: the widest supported path).
-// Throws tz::Error for an unknown name or a path this CPU cannot run. Pure, so tests can call it.
-CpuAdamIsa select_cpu_adam_isa(const char* override_value);
+// The path to use given a requested name (null or empty: the widest supported path). Throws tz::Error
+// naming `source` (where the name came from) for an unknown name or a path this CPU cannot run.
+// Pure, so tests can call it.
+CpuAdamIsa select_cpu_adam_isa(const char* requested, std::string_view source = "TZ_CPU_ADAM_ISA");
 
 // The path cpu_adamw uses, chosen once at first use (TZ_CPU_ADAM_ISA=avx512|avx2|scalar overrides).
 CpuAdamIsa cpu_adam_isa_choice();
