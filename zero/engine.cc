@@ -240,6 +240,20 @@ Engine::Engine(Device& dev, Device& host, Communicator& comm, const ParamLayout&
     }
   }
   transient_bytes_ = dev.memory().used() - before;
+  if (store_) {
+    // Every host buffer the NVMe store reads into or writes from, registered as io_uring fixed buffers
+    // where the memlock limit allows (else plain reads and writes, said once).
+    std::vector<std::span<std::byte>> regions;
+    if (swapper_) regions = swapper_->regions();
+    if (!param_scratch_.empty()) regions.emplace_back(param_scratch_.data(), param_scratch_.bytes());
+    if (gatherer_)
+      for (auto r : gatherer_->staging_regions()) regions.push_back(r);
+    std::string why = store_->register_buffers(regions);
+    if (!why.empty() && comm.rank() == 0) log_line("NVMe staging not registered with io_uring (" + why + ")");
+    if (swapper_ && !swapper_->pin_error().empty() && comm.rank() == 0)
+      log_line("NVMe staging buffers are not pinned: " + swapper_->pin_error() + "; continuing with pageable "
+               "memory as --allow-unpinned permits");
+  }
   if (grad_big_.bytes() + grad_small_.bytes())
     note("backward gradient buffers (transient)", Tier::device, grad_big_.bytes() + grad_small_.bytes());
   if (reducer_) note("gradient buckets (transient)", Tier::device, reducer_->staging_bytes());

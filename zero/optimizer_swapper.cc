@@ -68,6 +68,12 @@ OptimizerSwapper::~OptimizerSwapper() {
   host_.release(staging_bytes_);
 }
 
+std::vector<std::span<std::byte>> OptimizerSwapper::regions() {
+  std::vector<std::span<std::byte>> r;
+  for (auto& s : slots_) r.emplace_back(s.buf.data(), s.buf.bytes());
+  return r;
+}
+
 std::uint64_t OptimizerSwapper::array_offset(int g, int array) const {
   return group_base_[g] + std::uint64_t(array) * array_bytes_[g];
 }

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <span>
+#include <string>
 #include <vector>
 
 #include "core/memory_budget.h"
@@ -46,6 +48,9 @@ class OptimizerSwapper {
   const SwapStats& stats() const { return stats_; }
   SwapStats& stats() { return stats_; }
   std::size_t staging_bytes() const { return staging_bytes_; }
+  // The staging ring's memory (to register with io_uring) and why pinning it was refused ("" if not).
+  std::vector<std::span<std::byte>> regions();
+  std::string pin_error() const { return slots_.empty() ? std::string() : slots_[0].buf.pin_error(); }
 
  private:
   struct Unit {

@@ -8,6 +8,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "comm/communicator.h"
@@ -45,6 +46,12 @@ class ParamGatherer {
   // Seconds acquire spent blocked on NVMe reads of shards (the rest of their time was hidden).
   double fetch_wait_seconds() const { return fetch_wait_; }
   void reset_fetch_wait() { fetch_wait_ = 0; }
+  std::vector<std::span<std::byte>> staging_regions() {
+    std::vector<std::span<std::byte>> r;
+    for (auto& s : slots_)
+      if (!s.staging.empty()) r.emplace_back(s.staging.data(), s.staging.bytes());
+    return r;
+  }
   int small_slots() const { return int(slots_.size()) - 1; }
 
  private:
