@@ -1,5 +1,6 @@
 // Adam benchmark: every pass runs on the same buffers, interleaved repetition by repetition so that a
 // change in the shared machine's load hits all passes alike; the bit check runs once, after timing.
+#include "perf/timing.h"
 #include "perf/adam_bench.h"
 
 #include <omp.h>
@@ -22,12 +23,8 @@
 namespace tz {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
+using bench::Clock;
+using bench::median;
 
 // Uniform in [-1, 1) from the index (splitmix64's finaliser), so the threads fill 1.8 GB in parallel
 // and the inputs do not depend on the thread count.

@@ -1,5 +1,6 @@
 // Offload pipeline benchmark: IO alone (every sub-group read and written back, no compute), Adam alone
 // (the same update on the shard in memory), and the pipelined step; medians of `reps`.
+#include "perf/timing.h"
 #include "perf/offload_bench.h"
 
 #include <omp.h>
@@ -18,14 +19,9 @@
 namespace tz {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-double ms_since(Clock::time_point t) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
-}
+using bench::Clock;
+using bench::median;
+using bench::ms_since;
 
 }  // namespace
 

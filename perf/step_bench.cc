@@ -1,5 +1,6 @@
 // Step benchmark: warm-up, timed steps (median), FLOP accounting, and the matmul limit measured in
 // the same process.
+#include "perf/timing.h"
 #include "perf/step_bench.h"
 
 #include <omp.h>
@@ -17,12 +18,8 @@
 namespace tz {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
+using bench::Clock;
+using bench::median;
 
 }  // namespace
 
