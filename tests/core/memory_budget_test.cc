@@ -9,26 +9,14 @@
 #include <vector>
 
 #include "core/error.h"
+#include "tests/common/error_message.h"
 
 namespace tz {
 namespace {
 
 constexpr std::size_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB, TiB = 1024 * GiB;
 
-// The message of the tz::Error that f throws; fails the test if it throws nothing or something else.
-template <typename F>
-std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a non-tz::Error exception: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "did not throw";
-  return "";
-}
+using testing::error_message;
 
 TEST(MemoryBudget, ReserveAndReleaseTrackUseAndPeak) {
   MemoryBudget b("device", 10 * KiB);

@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "offload/aligned_buffer.h"
 #include "tests/common/random.h"
+#include "tests/common/error_message.h"
 
 namespace tz::test {
 
@@ -46,19 +47,6 @@ inline void fill_random(std::byte* p, std::size_t bytes, std::uint64_t seed) {
   }
 }
 
-// The message of the tz::Error that f throws; fails the test if it throws nothing or something else.
-template <typename F>
-std::string error_message(F&& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw a non-tz::Error exception: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "did not throw";
-  return "";
-}
+using testing::error_message;
 
 }  // namespace tz::test
