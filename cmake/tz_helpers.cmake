@@ -27,21 +27,15 @@ function(tz_add_mpi_test name)
   endforeach()
 endfunction()
 
-# A GoogleTest executable. NP > 0 runs it under mpirun with that many ranks (RUN_SERIAL).
+# A GoogleTest executable run by ctest in one process (multi-rank tests use tz_add_mpi_test).
 function(tz_add_test name)
-  cmake_parse_arguments(ARG "" "NP;TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "" "TIMEOUT" "SOURCES;DEPS;LABELS" ${ARGN})
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 300)
   endif()
-  if(ARG_NP)
-    add_test(NAME ${name} COMMAND ${MPIEXEC_EXECUTABLE} ${MPIEXEC_NUMPROC_FLAG} ${ARG_NP}
-             --oversubscribe --allow-run-as-root -x OMP_NUM_THREADS=1 $<TARGET_FILE:${name}>)
-    set_tests_properties(${name} PROPERTIES RUN_SERIAL TRUE)
-  else()
-    add_test(NAME ${name} COMMAND ${name})
-  endif()
+  add_test(NAME ${name} COMMAND ${name})
   # One OpenMP thread per test process: ctest -j2 on 2 cores must not oversubscribe (spinning
   # OpenMP teams slow down 10x when they share cores).
   set_tests_properties(${name} PROPERTIES TIMEOUT ${ARG_TIMEOUT} LABELS "${ARG_LABELS}"

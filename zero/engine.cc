@@ -131,7 +131,7 @@ Engine::Engine(Device& dev, Device& host, Communicator& comm, const ParamLayout&
     } else {
       grad_full_.emplace_back();
       grad_shard_.emplace_back(opt_dev, sh.shard_count, "grad shard " + gs.name);
-      note("fp32 grad shards", opt_tier == Tier::device ? Tier::device : Tier::host, sh.shard_count * 4);
+      note("fp32 grad shards", opt_tier, sh.shard_count * 4);
       be.fill(grad_shard_.back().data(), 0.0f, sh.shard_count);
     }
   }

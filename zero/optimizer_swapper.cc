@@ -78,11 +78,11 @@ std::uint64_t OptimizerSwapper::array_offset(int g, int array) const {
   return group_base_[g] + std::uint64_t(array) * array_bytes_[g];
 }
 
-void OptimizerSwapper::issue(Slot& s, const Unit& u, bool write) {
+void OptimizerSwapper::issue(Slot& s, const Unit& u, bool write, int arrays) {
   // Each sub-group's extent starts on a block boundary (chunk_ is whole blocks); its length is padded
   // to 4 KiB for O_DIRECT and stays inside the array's block-aligned region.
   const std::uint64_t len = round_up64(std::uint64_t(u.n) * sizeof(float), kDirectIoAlign);
-  for (int a = 0; a < 3; ++a) {
+  for (int a = 0; a < arrays; ++a) {
     std::uint64_t off = array_offset(u.g, a) + std::uint64_t(u.begin) * sizeof(float);
     float* buf = slot_array(s, a);
     s.io.push_back(write ? store_.write(off, buf, len) : store_.read(off, buf, len));
@@ -134,7 +134,7 @@ void OptimizerSwapper::read_master(int g, float* out) {
   Slot& s = slots_[0];
   for (std::size_t b = 0; b < counts_[g]; b += chunk_) {
     Unit u{g, b, std::min(chunk_, counts_[g] - b)};
-    issue(s, u, false);
+    issue(s, u, false, 1);  // the master array alone
     wait(s);
     std::memcpy(out + b, slot_array(s, 0), u.n * sizeof(float));
   }

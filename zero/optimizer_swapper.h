@@ -63,7 +63,8 @@ class OptimizerSwapper {
   };
   std::uint64_t array_offset(int g, int array) const;  // array 0 master, 1 m, 2 v
   float* slot_array(Slot& s, int array) { return reinterpret_cast<float*>(s.buf.data()) + array * chunk_; }
-  void issue(Slot& s, const Unit& u, bool write);
+  // Reads or writes the first `arrays` of the unit's arrays (master, m, v).
+  void issue(Slot& s, const Unit& u, bool write, int arrays = 3);
   void wait(Slot& s);
 
   NvmeStore& store_;

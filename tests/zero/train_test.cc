@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
+#include <iterator>
 #include <numeric>
 
 #include "core/error.h"
@@ -72,6 +74,26 @@ TEST(Train, ASavedModelLoadsBackWithIdenticalWeights) {
   TrainResult second = run(again);
   EXPECT_EQ(first.val_loss, second.val_loss);
   EXPECT_GT(first.val_loss, 0.0f);
+}
+
+TEST(Train, AModelWhoseOptimizerLivesOnNvmeExportsTheSameBytes) {
+  testing::TestDir dir;
+  TrainOptions o = tiny(3);
+  o.zero.stage = 2;
+  o.save_safetensors = dir.file("device.safetensors");
+  run(o);
+  o.offload.optimizer = Tier::nvme;
+  o.offload.nvme_paths = {dir.path()};
+  o.offload.aio_block_size = 4096;
+  o.save_safetensors = dir.file("nvme.safetensors");
+  run(o);  // the master weights are read back from the store for the export
+  auto bytes = [](const std::string& f) {
+    std::ifstream in(f, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  std::string a = bytes(dir.file("device.safetensors")), b = bytes(dir.file("nvme.safetensors"));
+  ASSERT_FALSE(a.empty());
+  EXPECT_TRUE(a == b) << "exports differ";
 }
 
 TEST(Train, ValidationLossIsTheSameWithActivationCheckpointingAndBf16IsClose) {
