@@ -1,15 +1,18 @@
 // Communicator: the collectives ZeRO needs (reduce-scatter, all-gather, all-reduce, broadcast,
-// barrier) on typed buffers, non-blocking, each with a deadline. The MPI backend works on host
-// buffers; an NCCL backend on device buffers implements the same interface.
+// barrier) on typed device buffers, non-blocking, with a watchdog deadline. The MPI backend works on
+// host memory (the CPU device's); an NCCL backend on GPU memory implements the same interface.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "core/dtype.h"
+#include "core/stream.h"
 
 namespace tz {
 
@@ -19,28 +22,59 @@ std::string collective_name(Collective c);
 
 enum class ReduceOp { sum, max };
 
-// Traffic and waiting per collective kind, for per-step metrics. "Elements sent" follows the
+// Traffic and time per collective kind, for per-step metrics. "Elements sent" follows the
 // bus-bandwidth convention: a reduce-scatter or all-gather of a message of M elements (the full,
 // unscattered size) counts (N-1)/N x M per rank, an all-reduce 2(N-1)/N x M, a broadcast M on the
 // root only (a tree sends each element at most once per rank; in a world of one, nothing).
+// busy_seconds is each collective's time from the call to its completion (as the backend saw it),
+// wait_seconds the host time blocked in wait(): 1 - wait/busy is the fraction hidden behind compute.
+// A wait() made right after the call can exceed busy by the waiter's wake-up latency (~10-50 us).
 struct CommStats {
   double elements_sent[kNumCollectives] = {};
   double bytes_sent[kNumCollectives] = {};
   double wait_seconds[kNumCollectives] = {};
+  double busy_seconds[kNumCollectives] = {};
   int calls[kNumCollectives] = {};
-  void reset() { *this = CommStats{}; }
 };
 
-// A collective in flight. wait() blocks until it completes or the communicator's timeout passes,
-// then throws tz::Error naming the collective, the group and how long it waited. Destroying an
-// unfinished Work waits for it (and logs, never throws, on failure).
+// CommStats updated from several threads (the caller's, a progress thread) and read as snapshots
+// between steps.
+class CommStatsAccumulator {
+ public:
+  void add_call(Collective k, double elements_sent, double bytes_sent);
+  void add_wait(Collective k, double seconds);
+  void add_busy(Collective k, double seconds);
+  CommStats snapshot() const;
+  void reset();
+
+ private:
+  mutable std::mutex mu_;
+  CommStats stats_;
+};
+
+// A collective in flight (PyTorch c10d's Work). The backend completes it on its own (the MPI
+// backend's progress thread, NCCL's stream); nothing the caller does drives it. Destroying an
+// unfinished Work waits for it, unless its communicator has failed: then it returns at once and
+// silently (the failure is reported once, by whoever waits, or by the watchdog).
 class Work {
  public:
+  Work() = default;
   virtual ~Work() = default;
-  // True once complete; also advances MPI progress (Open MPI 4.1 progresses non-blocking
-  // collectives only inside MPI calls, so the engine calls test() between blocks).
-  virtual bool test() = 0;
+  Work(const Work&) = delete;
+  Work& operator=(const Work&) = delete;
+
+  // True once wait() would return or throw without blocking: the collective completed or failed.
+  // Never blocks and never drives progress.
+  virtual bool done() = 0;
+  // Blocks the host until the collective completes. Throws tz::Error if it failed (an MPI error) or
+  // its communicator failed (a deadline passed: the same message from every wait on that
+  // communicator).
   virtual void wait() = 0;
+  // Makes `stream`'s later operations wait for the collective without blocking the host where the
+  // backend can (NCCL: an event the stream waits on). The MPI backend works on host buffers and the
+  // CPU device's streams run each operation on the calling thread as it is enqueued, so the stream's
+  // next operation is run by the host: making the stream wait means blocking the host, i.e. wait().
+  virtual void wait(Stream& stream) = 0;
 };
 
 class Communicator {
@@ -50,36 +84,55 @@ class Communicator {
   virtual int size() const = 0;
   virtual std::string name() const = 0;  // e.g. "MPI_COMM_WORLD (4 ranks)", for error messages
 
-  // recv[count] = op over ranks of send[rank * count .. (rank+1) * count). send has size() * count
-  // elements. send == recv is allowed: then the input is the whole buffer and the result lands in its
-  // first `count` elements (MPI_IN_PLACE semantics).
+  // Every rank must call the collectives of a communicator in the same order; each is numbered in
+  // that order (1, 2, ...), and errors name the number. Buffers are device memory (host memory for
+  // the MPI backend) and must stay valid until the Work completes.
+
+  // recv[0 .. count) = op over ranks of send[rank * count .. (rank+1) * count). send has size() * count
+  // elements. In place (NCCL's convention): recv == send + rank() * count, and the result lands there.
+  // Otherwise recv must not overlap send.
   virtual std::unique_ptr<Work> reduce_scatter(const void* send, void* recv, std::size_t count, DType dtype,
                                                ReduceOp op = ReduceOp::sum) = 0;
-  // recv[r * count .. (r+1) * count) = rank r's send[count]. send may point at recv + rank() * count
-  // (in place).
+  // recv[r * count .. (r+1) * count) = rank r's send[count]. In place (NCCL's convention):
+  // send == recv + rank() * count. Otherwise send must not overlap recv.
   virtual std::unique_ptr<Work> all_gather(const void* send, void* recv, std::size_t count, DType dtype) = 0;
-  // buf[count] = op over ranks, in place.
-  virtual std::unique_ptr<Work> all_reduce(void* buf, std::size_t count, DType dtype, ReduceOp op = ReduceOp::sum) = 0;
+  // buf[count] = op over ranks, in place. A scalar (count 1, fp64) is how losses and norms are reduced.
+  virtual std::unique_ptr<Work> all_reduce(void* buf, std::size_t count, DType dtype,
+                                           ReduceOp op = ReduceOp::sum) = 0;
   virtual std::unique_ptr<Work> broadcast(void* buf, std::size_t count, DType dtype, int root) = 0;
   virtual std::unique_ptr<Work> barrier() = 0;
 
-  std::chrono::milliseconds timeout() const { return timeout_; }
-  void set_timeout(std::chrono::milliseconds t) { timeout_ = t; }
-  CommStats& stats() { return stats_; }
+  // The deadline of each collective is its call time plus the timeout in force at the call.
+  std::chrono::milliseconds timeout() const { return timeout_.load(std::memory_order_relaxed); }
+  void set_timeout(std::chrono::milliseconds t) { timeout_.store(t, std::memory_order_relaxed); }
+  // A snapshot: safe to take while collectives are in flight.
+  CommStats stats() const { return stats_.snapshot(); }
+  void reset_stats() { stats_.reset(); }
 
   // Ends the whole job now (MPI_Abort): the top-level error handler calls it so no rank waits forever
   // on a peer that has failed.
   virtual void abort(int code) noexcept = 0;
 
  protected:
-  std::chrono::milliseconds timeout_{std::chrono::minutes(5)};
-  CommStats stats_;
+  CommStatsAccumulator stats_;
+
+ private:
+  std::atomic<std::chrono::milliseconds> timeout_{std::chrono::minutes(5)};
 };
+
+// How a collective's send and recv buffers relate, by NCCL's in-place conventions.
+enum class BufferUse { separate, in_place };
+// reduce_scatter: in place when recv == send + rank * count; throws on any other overlap.
+BufferUse reduce_scatter_buffers(const void* send, const void* recv, std::size_t count, DType dtype, int rank,
+                                 int size);
+// all_gather: in place when send == recv + rank * count; throws on any other overlap.
+BufferUse all_gather_buffers(const void* send, const void* recv, std::size_t count, DType dtype, int rank,
+                             int size);
 
 // A world of one process without MPI: every collective is a local copy (single-rank runs and tests).
 std::unique_ptr<Communicator> make_self_comm();
 
-// The world over MPI (MPI_Init_thread(FUNNELED) on first use; MPI_Finalize at exit). With one
+// The world over MPI (MPI_Init_thread(SERIALIZED) on first use; MPI_Finalize at exit). With one
 // process and no launcher it is a world of 1.
 std::unique_ptr<Communicator> make_mpi_world();
 

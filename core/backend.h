@@ -1,6 +1,9 @@
-// The backend table: every kernel the model and optimizer run, on device pointers. Activations and
-// gradients are fp32; parameters are read in their working dtype (fp32, bf16 or fp16) through CView.
-// Shapes are row-major. Functions named *_backward accumulate (+=) into parameter gradients.
+// The backend table: every kernel the model and optimizer run, and the copies and fills that move
+// device bytes, each enqueued on a stream. Pointers are device memory unless a comment says otherwise
+// (copy_async takes any two memory kinds). Activations and gradients are fp32; parameters are read in
+// their working dtype (fp32, bf16 or fp16) through CView. Shapes are row-major. Functions named
+// *_backward accumulate (+=) into parameter gradients. Scalar results (sums, norms, finiteness) are
+// written to device memory: the host reads them through a copy into pinned memory and an event.
 #pragma once
 
 #include <cstddef>
@@ -8,6 +11,7 @@
 #include <memory>
 
 #include "core/dtype.h"
+#include "core/stream.h"
 
 namespace tz {
 
@@ -44,58 +48,69 @@ class Backend {
 
   // C[M,N] (+)= op(A)[M,K] * op(B)[K,N], fp32 accumulation. A and B have the same dtype (f32 or
   // bf16); op(X) = X^T when the Trans flag is yes (then X is stored [K,M] or [N,K]).
-  virtual void gemm(Trans ta, Trans tb, int M, int N, int K, CView A, CView B, float* C, Accumulate acc) = 0;
+  virtual void gemm(Stream& s, Trans ta, Trans tb, int M, int N, int K, CView A, CView B, float* C, Accumulate acc) = 0;
 
   // out[r, c] += bias[c] for r < rows.
-  virtual void add_bias(float* out, CView bias, int rows, int cols) = 0;
+  virtual void add_bias(Stream& s, float* out, CView bias, int rows, int cols) = 0;
   // dbias[c] += sum_r dout[r, c].
-  virtual void bias_backward(float* dbias, const float* dout, int rows, int cols) = 0;
+  virtual void bias_backward(Stream& s, float* dbias, const float* dout, int rows, int cols) = 0;
 
   // out[n] = embedding wte[tokens[n % (B*T)]] + wpe[t] for each of B*T positions, C channels.
-  virtual void encoder_forward(float* out, const std::int32_t* tokens, CView wte, CView wpe, int B, int T, int C) = 0;
-  virtual void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
+  virtual void encoder_forward(Stream& s, float* out, const std::int32_t* tokens, CView wte, CView wpe, int B, int T, int C) = 0;
+  virtual void encoder_backward(Stream& s, float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
                                 int C) = 0;
 
   // LayerNorm over C channels of N rows (eps 1e-5); saves mean and rstd for backward.
-  virtual void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, CView w, CView b, int N,
+  virtual void layernorm_forward(Stream& s, float* out, float* mean, float* rstd, const float* inp, CView w, CView b, int N,
                                  int C) = 0;
   // dinp += ..., dw += ..., db += ...
-  virtual void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, CView w,
+  virtual void layernorm_backward(Stream& s, float* dinp, float* dw, float* db, const float* dout, const float* inp, CView w,
                                   const float* mean, const float* rstd, int N, int C) = 0;
 
   // GELU, tanh approximation. Backward writes dinp = dout * gelu'(inp) (no accumulation).
-  virtual void gelu_forward(float* out, const float* inp, std::size_t n) = 0;
-  virtual void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t n) = 0;
+  virtual void gelu_forward(Stream& s, float* out, const float* inp, std::size_t n) = 0;
+  virtual void gelu_backward(Stream& s, float* dinp, const float* inp, const float* dout, std::size_t n) = 0;
 
   // Causal multi-head self-attention. qkv is [B,T,3C] (q, k, v blocks of C, NH heads of C/NH);
   // out is [B,T,C]; att saves softmax probabilities [B,NH,T,T] for backward.
-  virtual void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) = 0;
+  virtual void attention_forward(Stream& s, float* out, float* att, const float* qkv, int B, int T, int C, int NH) = 0;
   // Writes dqkv (no accumulation); datt is [B,NH,T,T] scratch.
-  virtual void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv, const float* att,
+  virtual void attention_backward(Stream& s, float* dqkv, float* datt, const float* dout, const float* qkv, const float* att,
                                   int B, int T, int C, int NH) = 0;
 
   // out = a + b.
-  virtual void add(float* out, const float* a, const float* b, std::size_t n) = 0;
+  virtual void add(Stream& s, float* out, const float* a, const float* b, std::size_t n) = 0;
   // y += alpha * x.
-  virtual void axpy(float* y, float alpha, const float* x, std::size_t n) = 0;
+  virtual void axpy(Stream& s, float* y, float alpha, const float* x, std::size_t n) = 0;
 
   // Softmax cross-entropy over the first V of Vp columns (Vp - V padded columns get no mass).
   // Writes losses[N] and replaces logits with dlogits = (softmax - onehot(target)) * dloss.
-  virtual void softmax_xent(float* losses, float* logits, const std::int32_t* targets, int N, int V, int Vp,
+  virtual void softmax_xent(Stream& s, float* losses, float* logits, const std::int32_t* targets, int N, int V, int Vp,
                             float dloss) = 0;
 
   // Element conversions.
-  virtual void cast(void* dst, DType dst_type, const void* src, DType src_type, std::size_t n) = 0;
-  virtual void fill(float* x, float value, std::size_t n) = 0;
-  // Sum of squares in double (for the gradient norm).
-  virtual double sum_squares(const float* x, std::size_t n) = 0;
-  // True if any element is NaN or Inf.
-  virtual bool has_non_finite(const float* x, std::size_t n) = 0;
+  virtual void cast(Stream& s, void* dst, DType dst_type, const void* src, DType src_type, std::size_t n) = 0;
+  virtual void fill(Stream& s, float* x, float value, std::size_t n) = 0;
+  // Reductions into one double in device memory, each summed in fixed-size chunks in chunk order, so
+  // the result does not depend on the thread count (or block count): acc[0] += sum of x, of x^2.
+  virtual void sum(Stream& s, double* acc, const float* x, std::size_t n) = 0;
+  // acc[0] += x[0] + x[1] + ... in that order (combining per-group partial sums).
+  virtual void sum(Stream& s, double* acc, const double* x, std::size_t n) = 0;
+  virtual void sum_squares(Stream& s, double* acc, const float* x, std::size_t n) = 0;
+  // acc[0] = NaN when any of x is NaN or Inf (an overflow check folded into a norm).
+  virtual void check_finite(Stream& s, double* acc, const float* x, std::size_t n) = 0;
 
   // AdamW over fp32 master params p with moments m, v and gradient g; also writes the updated
-  // params in the working dtype to `working` (skipped when working.ptr is null).
-  virtual void adamw(float* p, float* m, float* v, const float* g, std::size_t n, const AdamStep& s,
+  // params in the working dtype to `working` (skipped when null). The CPU backend runs the same CPU
+  // Adam (core/cpu_adam.h) the offloaded optimizer states are updated with.
+  virtual void adamw(Stream& s, float* p, float* m, float* v, const float* g, std::size_t n, const AdamStep& step,
                      void* working, DType working_type) = 0;
+
+  // Moves bytes between any two memory kinds (device, pinned or pageable host), in stream order. The
+  // ranges must not overlap.
+  virtual void copy_async(Stream& s, void* dst, const void* src, std::size_t bytes) = 0;
+  // Sets bytes of device (or host) memory to `value`, in stream order.
+  virtual void memset_async(Stream& s, void* dst, int value, std::size_t bytes) = 0;
 };
 
 std::unique_ptr<Backend> make_cpu_backend();

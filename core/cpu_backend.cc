@@ -1,17 +1,23 @@
-// The cpu backend: oneDNN matmuls and OpenMP loops over the shared elementwise math. Every loop here
-// that reduces is split so each output has one writer (or sums fixed chunks in order), so these
-// kernels' results do not depend on the thread count; oneDNN's matmul blocking may.
+// The cpu backend: oneDNN matmuls and OpenMP loops over the shared elementwise math, run on the calling
+// thread as they are enqueued. Every loop here that reduces is split so each output has one writer (or
+// sums fixed chunks in order), so these kernels' results do not depend on the thread count; oneDNN's
+// matmul blocking may. Each call opens its device arguments (poison.h) for its duration.
 #include <omp.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <vector>
 
 #include "core/backend.h"
+#include "core/cpu_adam.h"
 #include "core/cpu_attention.h"
 #include "core/elementwise.h"
 #include "core/error.h"
+#include "core/host_ops.h"
 #include "core/onednn_gemm.h"
+#include "core/poison.h"
 
 namespace tz {
 namespace {
@@ -45,11 +51,13 @@ void cast_from(void* dst, DType dt, const S* src, std::size_t n) {
 
 class CpuBackend final : public Backend {
  public:
-  void gemm(Trans ta, Trans tb, int M, int N, int K, CView A, CView B, float* C, Accumulate acc) override {
+  void gemm(Stream&, Trans ta, Trans tb, int M, int N, int K, CView A, CView B, float* C, Accumulate acc) override {
+    DeviceAccess open{A.ptr, B.ptr, C};
     gemm_.run(ta, tb, M, N, K, A, B, C, acc);
   }
 
-  void add_bias(float* out, CView bias, int rows, int cols) override {
+  void add_bias(Stream&, float* out, CView bias, int rows, int cols) override {
+    DeviceAccess open{out, bias.ptr};
     with_params(bias, [&](auto* b) {
 #pragma omp parallel for schedule(static)
       for (int r = 0; r < rows; ++r) {
@@ -60,7 +68,8 @@ class CpuBackend final : public Backend {
     });
   }
 
-  void bias_backward(float* dbias, const float* dout, int rows, int cols) override {
+  void bias_backward(Stream&, float* dbias, const float* dout, int rows, int cols) override {
+    DeviceAccess open{dbias, dout};
     constexpr int kBlock = 64;
     int nblocks = (cols + kBlock - 1) / kBlock;
 #pragma omp parallel for schedule(static)
@@ -75,7 +84,8 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void encoder_forward(float* out, const std::int32_t* tokens, CView wte, CView wpe, int B, int T, int C) override {
+  void encoder_forward(Stream&, float* out, const std::int32_t* tokens, CView wte, CView wpe, int B, int T, int C) override {
+    DeviceAccess open{out, tokens, wte.ptr, wpe.ptr};
     TZ_CHECK(wte.dtype == wpe.dtype, "wte and wpe must share a dtype");
     with_params(wte, [&](auto* te) {
       using P = std::remove_cv_t<std::remove_pointer_t<decltype(te)>>;
@@ -92,8 +102,9 @@ class CpuBackend final : public Backend {
     });
   }
 
-  void encoder_backward(float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
+  void encoder_backward(Stream&, float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
                         int C) override {
+    DeviceAccess open{dwte, dwpe, dout, tokens};
     // Parallel over channel blocks: each (row, channel) of dwte/dwpe has one writer, in row order.
     constexpr int kBlock = 64;
     int nblocks = (C + kBlock - 1) / kBlock;
@@ -113,8 +124,9 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void layernorm_forward(float* out, float* mean, float* rstd, const float* inp, CView w, CView b, int N,
+  void layernorm_forward(Stream&, float* out, float* mean, float* rstd, const float* inp, CView w, CView b, int N,
                          int C) override {
+    DeviceAccess open{out, mean, rstd, inp, w.ptr, b.ptr};
     TZ_CHECK(w.dtype == b.dtype, "layernorm weight and bias must share a dtype");
     with_params(w, [&](auto* wp) {
       using P = std::remove_cv_t<std::remove_pointer_t<decltype(wp)>>;
@@ -140,8 +152,9 @@ class CpuBackend final : public Backend {
     });
   }
 
-  void layernorm_backward(float* dinp, float* dw, float* db, const float* dout, const float* inp, CView w,
+  void layernorm_backward(Stream&, float* dinp, float* dw, float* db, const float* dout, const float* inp, CView w,
                           const float* mean, const float* rstd, int N, int C) override {
+    DeviceAccess open{dinp, dw, db, dout, inp, w.ptr, mean, rstd};
     with_params(w, [&](auto* wp) {
 #pragma omp parallel for schedule(static)
       for (int n = 0; n < N; ++n) {
@@ -189,37 +202,44 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void gelu_forward(float* out, const float* inp, std::size_t n) override {
+  void gelu_forward(Stream&, float* out, const float* inp, std::size_t n) override {
+    DeviceAccess open{out, inp};
 #pragma omp parallel for simd schedule(static)
     for (std::size_t i = 0; i < n; ++i) out[i] = math::gelu(inp[i]);
   }
 
-  void gelu_backward(float* dinp, const float* inp, const float* dout, std::size_t n) override {
+  void gelu_backward(Stream&, float* dinp, const float* inp, const float* dout, std::size_t n) override {
+    DeviceAccess open{dinp, inp, dout};
 #pragma omp parallel for simd schedule(static)
     for (std::size_t i = 0; i < n; ++i) dinp[i] = math::gelu_grad(inp[i]) * dout[i];
   }
 
-  void attention_forward(float* out, float* att, const float* qkv, int B, int T, int C, int NH) override {
+  void attention_forward(Stream&, float* out, float* att, const float* qkv, int B, int T, int C, int NH) override {
+    DeviceAccess open{out, att, qkv};
     cpu::attention_forward(out, att, qkv, B, T, C, NH);
   }
 
-  void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv, const float* att, int B,
+  void attention_backward(Stream&, float* dqkv, float* datt, const float* dout, const float* qkv, const float* att, int B,
                           int T, int C, int NH) override {
+    DeviceAccess open{dqkv, datt, dout, qkv, att};
     cpu::attention_backward(dqkv, datt, dout, qkv, att, B, T, C, NH);
   }
 
-  void add(float* out, const float* a, const float* b, std::size_t n) override {
+  void add(Stream&, float* out, const float* a, const float* b, std::size_t n) override {
+    DeviceAccess open{out, a, b};
 #pragma omp parallel for simd schedule(static)
     for (std::size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
   }
 
-  void axpy(float* y, float alpha, const float* x, std::size_t n) override {
+  void axpy(Stream&, float* y, float alpha, const float* x, std::size_t n) override {
+    DeviceAccess open{y, x};
 #pragma omp parallel for simd schedule(static)
     for (std::size_t i = 0; i < n; ++i) y[i] += alpha * x[i];
   }
 
-  void softmax_xent(float* losses, float* logits, const std::int32_t* targets, int N, int V, int Vp,
+  void softmax_xent(Stream&, float* losses, float* logits, const std::int32_t* targets, int N, int V, int Vp,
                     float dloss) override {
+    DeviceAccess open{losses, logits, targets};
 #pragma omp parallel for schedule(static)
     for (int n = 0; n < N; ++n) {
       float* row = logits + std::size_t(n) * Vp;
@@ -246,7 +266,8 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void cast(void* dst, DType dt, const void* src, DType st, std::size_t n) override {
+  void cast(Stream&, void* dst, DType dt, const void* src, DType st, std::size_t n) override {
+    DeviceAccess open{dst, src};
     switch (st) {
       case DType::f32: cast_from(dst, dt, static_cast<const float*>(src), n); break;
       case DType::bf16: cast_from(dst, dt, static_cast<const bf16*>(src), n); break;
@@ -255,60 +276,50 @@ class CpuBackend final : public Backend {
     }
   }
 
-  void fill(float* x, float value, std::size_t n) override {
+  void fill(Stream&, float* x, float value, std::size_t n) override {
+    DeviceAccess open{x};
 #pragma omp parallel for simd schedule(static)
     for (std::size_t i = 0; i < n; ++i) x[i] = value;
   }
 
-  double sum_squares(const float* x, std::size_t n) override {
-    // Fixed-size chunks summed in chunk order: the result does not depend on the thread count.
-    constexpr std::size_t kChunk = 1 << 16;
-    std::size_t chunks = (n + kChunk - 1) / kChunk;
-    std::vector<double> part(chunks);
-#pragma omp parallel for schedule(static)
-    for (std::size_t c = 0; c < chunks; ++c) {
-      const float* p = x + c * kChunk;
-      std::size_t m = std::min(kChunk, n - c * kChunk);
-      double s = 0;
-#pragma omp simd reduction(+ : s)
-      for (std::size_t i = 0; i < m; ++i) s += double(p[i]) * double(p[i]);
-      part[c] = s;
-    }
-    double s = 0;
-    for (double v : part) s += v;
-    return s;
+  void sum(Stream&, double* acc, const float* x, std::size_t n) override {
+    DeviceAccess open{acc, x};
+    acc[0] += host_sum(x, n);
   }
 
-  bool has_non_finite(const float* x, std::size_t n) override {
-    int bad = 0;
-#pragma omp parallel for reduction(| : bad) schedule(static)
-    for (std::size_t i = 0; i < n; ++i) bad |= !std::isfinite(x[i]);
-    return bad != 0;
+  void sum(Stream&, double* acc, const double* x, std::size_t n) override {
+    DeviceAccess open{acc, x};
+    double t = acc[0];
+    for (std::size_t i = 0; i < n; ++i) t += x[i];
+    acc[0] = t;
   }
 
-  void adamw(float* p, float* m, float* v, const float* g, std::size_t n, const AdamStep& s, void* working,
-             DType wt) override {
-    math::AdamCoeffs c{s.lr, s.beta1, s.beta2, s.eps, s.weight_decay, s.grad_scale,
-                       float(double(s.lr) / (1.0 - std::pow(double(s.beta1), s.step))),
-                       float(std::sqrt(1.0 - std::pow(double(s.beta2), s.step)))};
-    auto run = [&](auto* out) {
-      using W = std::remove_pointer_t<decltype(out)>;
-#pragma omp parallel for simd schedule(static)
-      for (std::size_t i = 0; i < n; ++i) {
-        math::adamw_update(p[i], m[i], v[i], g[i], c);
-        if constexpr (!std::is_same_v<W, void>) out[i] = from_float<W>(p[i]);
-      }
-    };
-    if (!working) {
-      run(static_cast<void*>(nullptr));
-      return;
-    }
-    switch (wt) {
-      case DType::f32: run(static_cast<float*>(working)); break;
-      case DType::bf16: run(static_cast<bf16*>(working)); break;
-      case DType::f16: run(static_cast<fp16*>(working)); break;
-      default: TZ_FAIL("working params cannot be ", dtype_name(wt));
-    }
+  void sum_squares(Stream&, double* acc, const float* x, std::size_t n) override {
+    DeviceAccess open{acc, x};
+    acc[0] += host_sum_squares(x, n);
+  }
+
+  void check_finite(Stream&, double* acc, const float* x, std::size_t n) override {
+    DeviceAccess open{acc, x};
+    if (!host_all_finite(x, n)) acc[0] = std::numeric_limits<double>::quiet_NaN();
+  }
+
+  void adamw(Stream&, float* p, float* m, float* v, const float* g, std::size_t n, const AdamStep& step,
+             void* working, DType wt) override {
+    DeviceAccess open{p, m, v, g, working};
+    cpu_adamw(p, m, v, g, n, step, working, wt);
+  }
+
+  void copy_async(Stream&, void* dst, const void* src, std::size_t bytes) override {
+    if (!bytes) return;
+    DeviceAccess open{dst, src};
+    std::memcpy(dst, src, bytes);
+  }
+
+  void memset_async(Stream&, void* dst, int value, std::size_t bytes) override {
+    if (!bytes) return;
+    DeviceAccess open{dst};
+    std::memset(dst, value, bytes);
   }
 
  private:

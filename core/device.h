@@ -1,5 +1,7 @@
-// Device: where a rank computes (cpu or cuda). It allocates typed buffers under a byte budget and
-// runs kernels through its backend table. On cpu, "device memory" is host memory under --device-mem.
+// Device: where a rank computes (cpu or cuda), as ggml-backend's device + buffer types + backend: three
+// memory kinds, each an allocator under a budget (device, pinned host = the host tier, pageable host),
+// streams and events to order work, and the backend table of kernels, copies and fills. Only backends
+// and communicators touch device memory; everyone else moves bytes with Backend::copy_async.
 #pragma once
 
 #include <cstddef>
@@ -7,8 +9,11 @@
 #include <string>
 #include <utility>
 
+#include "core/allocator.h"
 #include "core/dtype.h"
+#include "core/host_memory.h"
 #include "core/memory_budget.h"
+#include "core/stream.h"
 
 namespace tz {
 
@@ -19,62 +24,91 @@ enum class DeviceKind { cpu, cuda };
 DeviceKind parse_device_kind(const std::string& s);
 std::string device_kind_name(DeviceKind k);
 
+// The budgets and the pinning policy a device is made with (filled by launch/ from the flags).
+struct DeviceOptions {
+  std::size_t device_mem = kUnlimited;  // --device-mem
+  std::size_t host_mem = kUnlimited;    // --host-mem: pinned host memory (the host tier)
+  // Locking the host tier: best_effort (the default: locked where RLIMIT_MEMLOCK allows), required
+  // (--pin-memory without --allow-unpinned) or none.
+  Pinning pinning = Pinning::best_effort;
+};
+
 class Device {
  public:
-  virtual ~Device() = default;
+  virtual ~Device();
   Device(const Device&) = delete;
   Device& operator=(const Device&) = delete;
 
   DeviceKind kind() const { return kind_; }
-  MemoryBudget& memory() { return memory_; }
-  const MemoryBudget& memory() const { return memory_; }
+  virtual Allocator& allocator(MemoryKind k) = 0;
+  MemoryBudget& budget(MemoryKind k) { return allocator(k).budget(); }
   Backend& backend() { return *backend_; }
 
-  // Raw allocation under the budget; `what` names the buffer in the budget error.
-  virtual void* allocate(std::size_t bytes, const std::string& what) = 0;
-  virtual void deallocate(void* p, std::size_t bytes) noexcept = 0;
+  virtual std::unique_ptr<Stream> create_stream() = 0;
+  virtual std::unique_ptr<Event> create_event() = 0;
+  // Why the host tier is not locked in RAM ("" when it is, or when pinning was not asked for).
+  virtual std::string pin_error() const = 0;
 
  protected:
-  Device(DeviceKind kind, std::size_t budget, std::unique_ptr<Backend> backend, std::string tier = "device");
+  Device(DeviceKind kind, std::unique_ptr<Backend> backend);
 
  private:
   DeviceKind kind_;
-  MemoryBudget memory_;
   std::unique_ptr<Backend> backend_;
 };
 
-// The CPU device: 64-byte aligned host memory, oneDNN + OpenMP kernels. `tier` names its budget in
-// messages: "device" for the compute device, "host" for the host tier offloaded states live in.
-std::unique_ptr<Device> make_cpu_device(std::size_t budget = kUnlimited, const std::string& tier = "device");
+// The CPU device: oneDNN + OpenMP kernels; device memory is 64-byte-aligned host memory under
+// device_mem (poisoned outside kernels in the TZ_POISON_DEVICE_MEMORY build), pinned host memory is
+// page-aligned and mlock'ed per the pinning policy.
+std::unique_ptr<Device> make_cpu_device(const DeviceOptions& opt = {});
+inline std::unique_ptr<Device> make_cpu_device(std::size_t device_mem) {
+  DeviceOptions o;
+  o.device_mem = device_mem;
+  return make_cpu_device(o);
+}
 
 // Creates the requested device; cuda fails with a clear error when it is not built or not present.
-std::unique_ptr<Device> make_device(DeviceKind kind, std::size_t budget = kUnlimited);
+std::unique_ptr<Device> make_device(DeviceKind kind, const DeviceOptions& opt = {});
 
-// A typed, move-only buffer of `count` elements on a device. No copy: device memory is never
-// duplicated implicitly.
+// A typed, move-only buffer of `count` elements of one memory kind. No copy: device memory is never
+// duplicated implicitly. There is no element access: device memory is reached only by kernels, copies
+// and collectives; host kinds through data().
 template <typename T>
 class Buffer {
  public:
+  using value_type = T;
   Buffer() = default;
+  Buffer(Allocator& a, std::size_t count, const std::string& what) : alloc_(&a), count_(count) {
+    if (!count) return;
+    Allocation m = a.allocate(count * sizeof(T), what);
+    ptr_ = static_cast<T*>(m.ptr);
+    reservation_ = std::move(m.reservation);
+  }
+  // Device memory of `dev`.
   Buffer(Device& dev, std::size_t count, const std::string& what)
-      : dev_(&dev), count_(count), ptr_(count ? static_cast<T*>(dev.allocate(count * sizeof(T), what)) : nullptr) {}
+      : Buffer(dev.allocator(MemoryKind::device), count, what) {}
   ~Buffer() { reset(); }
   Buffer(const Buffer&) = delete;
   Buffer& operator=(const Buffer&) = delete;
   Buffer(Buffer&& o) noexcept
-      : dev_(std::exchange(o.dev_, nullptr)), count_(std::exchange(o.count_, 0)), ptr_(std::exchange(o.ptr_, nullptr)) {}
+      : alloc_(std::exchange(o.alloc_, nullptr)),
+        count_(std::exchange(o.count_, 0)),
+        ptr_(std::exchange(o.ptr_, nullptr)),
+        reservation_(std::move(o.reservation_)) {}
   Buffer& operator=(Buffer&& o) noexcept {
     if (this != &o) {
       reset();
-      dev_ = std::exchange(o.dev_, nullptr);
+      alloc_ = std::exchange(o.alloc_, nullptr);
       count_ = std::exchange(o.count_, 0);
       ptr_ = std::exchange(o.ptr_, nullptr);
+      reservation_ = std::move(o.reservation_);
     }
     return *this;
   }
 
   void reset() noexcept {
-    if (ptr_) dev_->deallocate(ptr_, count_ * sizeof(T));
+    if (ptr_) alloc_->deallocate(ptr_, count_ * sizeof(T));
+    reservation_.reset();
     ptr_ = nullptr;
     count_ = 0;
   }
@@ -84,18 +118,13 @@ class Buffer {
   std::size_t size() const { return count_; }
   std::size_t bytes() const { return count_ * sizeof(T); }
   bool empty() const { return count_ == 0; }
-  // Host access; valid on the cpu device (and for host-visible memory).
-  T& operator[](std::size_t i) { return ptr_[i]; }
-  const T& operator[](std::size_t i) const { return ptr_[i]; }
-  T* begin() { return ptr_; }
-  T* end() { return ptr_ + count_; }
-  const T* begin() const { return ptr_; }
-  const T* end() const { return ptr_ + count_; }
+  MemoryKind kind() const { return alloc_ ? alloc_->kind() : MemoryKind::pageable_host; }
 
  private:
-  Device* dev_ = nullptr;
+  Allocator* alloc_ = nullptr;
   std::size_t count_ = 0;
   T* ptr_ = nullptr;
+  Reservation reservation_;
 };
 
 }  // namespace tz

@@ -16,7 +16,7 @@
 namespace tz {
 
 // Element types a buffer or a kernel argument may hold.
-enum class DType : std::uint8_t { f32, bf16, f16, i32, u16 };
+enum class DType : std::uint8_t { f32, bf16, f16, i32, u16, f64 };  // f64: scalar reductions (norms, losses)
 
 TZ_HOST_DEVICE inline std::uint32_t float_bits(float f) {
 #if defined(__CUDA_ARCH__)
@@ -128,6 +128,8 @@ template <>
 constexpr DType dtype_of<std::int32_t>() { return DType::i32; }
 template <>
 constexpr DType dtype_of<std::uint16_t>() { return DType::u16; }
+template <>
+constexpr DType dtype_of<double>() { return DType::f64; }
 
 constexpr std::size_t dtype_size(DType t) {
   switch (t) {
@@ -138,6 +140,8 @@ constexpr std::size_t dtype_size(DType t) {
     case DType::f16:
     case DType::u16:
       return 2;
+    case DType::f64:
+      return 8;
   }
   return 0;
 }
@@ -149,6 +153,7 @@ constexpr std::string_view dtype_name(DType t) {
     case DType::f16: return "fp16";
     case DType::i32: return "int32";
     case DType::u16: return "uint16";
+    case DType::f64: return "fp64";
   }
   return "?";
 }

@@ -10,7 +10,13 @@
 
 namespace tz {
 
-void MemoryBudget::reserve(std::size_t bytes, const std::string& what) {
+void Reservation::reset() noexcept {
+  if (budget_) budget_->release(bytes_);
+  budget_ = nullptr;
+  bytes_ = 0;
+}
+
+Reservation MemoryBudget::reserve(std::size_t bytes, const std::string& what) {
   std::size_t cur = used_.load();
   for (;;) {
     if (bytes > budget_ || cur > budget_ - bytes) {
@@ -28,6 +34,7 @@ void MemoryBudget::reserve(std::size_t bytes, const std::string& what) {
   std::size_t pk = peak_.load();
   while (now > pk && !peak_.compare_exchange_weak(pk, now)) {
   }
+  return Reservation(this, bytes);
 }
 
 void MemoryBudget::release(std::size_t bytes) noexcept { used_.fetch_sub(bytes); }

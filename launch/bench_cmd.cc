@@ -45,7 +45,7 @@ int bench_offload(const std::vector<std::string>& args) {
   TZ_CHECK(o.reps >= 1 && o.params >= 1, "--reps and --params must be at least 1");
   auto r = run_offload_bench(o, json);
   if (json) std::cout << r.dump() << "\n";
-  return 0;
+  return r["wrong"].get<long long>() == 0 ? 0 : 1;  // a pipelined step that changed the bits fails the run
 }
 
 int bench_step(const std::vector<std::string>& args) {
@@ -76,6 +76,12 @@ int bench_step(const std::vector<std::string>& args) {
   TZ_CHECK(o.steps >= 1, "--steps must be at least 1");
   auto result = run_step_bench(o, json);
   if (json) std::cout << result.dump() << "\n";
+  for (DType d : o.dtypes)
+    if (!result[std::string(dtype_name(d))]["learns"].get<bool>()) {
+      std::fprintf(stderr, "bench step: the %s step did not lower the loss on its repeated batch: %s\n",
+                   std::string(dtype_name(d)).c_str(), result[std::string(dtype_name(d))]["losses"].dump().c_str());
+      return 1;
+    }
   return 0;
 }
 
@@ -134,39 +140,51 @@ int bench_comm(const std::vector<std::string>& args) {
     comm.abort(1);
   }
   if (json && comm.rank() == 0) std::cout << result.dump() << "\n";
+  // Every rank returns the job's verdict: #wrong is already summed over the ranks.
+  for (const auto& row : result["rows"])
+    if (row["wrong"].get<long long>() != 0) return 1;
   return 0;
 }
 
 int bench_adam(const std::vector<std::string>& args) {
   AdamBenchOptions o;
-  std::string params = std::to_string(o.params), isa;
-  bool json = false, no_core = false;
+  ModelFlags mf;
+  mf.preset = o.model_name;
+  std::string sub_group = "1e9", working = "fp32,bf16";
+  bool json = false;
   po::options_description desc(
-      "tierzero bench adam: CPU Adam (offload/cpu_adam.h) over one large shard, as ZeRO-Offload steps it.\n"
-      "Per pass: ms per step (median of the timed reps), GB/s moved = params x bytes per param / time, with\n"
-      "28 B per param (read p, g, m, v; write p, m, v) plus 2 B for a bf16/fp16 working write, and the\n"
-      "fraction of the limit: the same chunks, threads and vector width moving Adam's bytes with no\n"
-      "arithmetic. Passes run interleaved on the same buffers; fractions and overheads are medians of the\n"
-      "per-repetition ratios (the shared machine's bandwidth drifts). #wrong counts sampled elements that differ\n"
-      "in any bit from the scalar reference, checked once after the timed reps. OMP_NUM_THREADS sets the\n"
-      "threads; TZ_CPU_ADAM_ISA or --isa the vector path.\n\nflags");
+      "tierzero bench adam: the CPU Adam as training runs it on offloaded optimizer states: for the model's\n"
+      "groups, on the host tier, tensor by tensor (weight decay per tensor) in sub-groups, with the working-\n"
+      "copy write, at the OpenMP thread count of the process (OMP_NUM_THREADS, as the trainer uses).\n"
+      "Per working dtype: ms per step (median), GB/s moved = params x (28 + working bytes) / time, and the\n"
+      "fraction of the limit: the same calls with the CPU Adam's memory pass (the same loads, stores and\n"
+      "working write, no arithmetic), run back to back with each step; the fraction is the median of the\n"
+      "per-repetition ratios. #wrong counts sampled elements that differ in any bit from the scalar\n"
+      "reference (the run fails if any does). TZ_CPU_ADAM_ISA picks the vector path.\n\nflags");
+  add_model_flags(desc, mf);
   desc.add_options()
       ("help,h", "print this help")
-      ("params", po::value(&params)->default_value(params), "parameters in the shard (e.g. 100000000 or 1e8)")
-      ("threads", po::value(&o.threads)->default_value(o.threads),
-       "informational: recorded and checked against OpenMP's thread count (OMP_NUM_THREADS decides)")
+      ("working", po::value(&working)->default_value(working), "working dtypes, comma-separated: fp32, bf16")
+      ("sub-group-size", po::value(&sub_group)->default_value(sub_group), "elements per optimizer sub-group")
       ("reps", po::value(&o.reps)->default_value(o.reps), "timed repetitions of each pass (median reported)")
       ("warmup-reps", po::value(&o.warmup_reps)->default_value(o.warmup_reps), "untimed repetitions first")
-      ("isa", po::value(&isa), "vector path: avx512, avx2 or scalar (default: what cpu_adamw chooses)")
-      ("no-core-backend", po::bool_switch(&no_core), "skip the core CPU backend's generic adamw")
       ("json", po::bool_switch(&json), "print one JSON object instead of the table");
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "bench adam")) return 0;
-  o.params = parse_count("params", params);
-  if (!isa.empty()) o.isa = select_cpu_adam_isa(isa.c_str(), "--isa");
-  o.core_backend = !no_core;
+  o.model_name = resolve_model_name(mf);
+  o.model = resolve_model(mf);
+  o.sub_group_size = parse_count("sub-group-size", sub_group);
+  o.working.clear();
+  std::stringstream list(working);
+  for (std::string d; std::getline(list, d, ',');) {
+    const DType t = parse_compute_dtype(d);
+    TZ_CHECK(t != DType::f16, "--working: fp32 or bf16 (fp16 writes the same bytes as bf16)");
+    o.working.push_back(t);
+  }
   auto result = run_adam_bench(o, json);
   if (json) std::cout << result.dump() << "\n";
+  for (const auto& row : result["rows"])
+    if (row["wrong"].get<long long>() != 0) return 1;  // wrong bits fail the run
   return 0;
 }
 

@@ -21,6 +21,7 @@ const char* kUsage =
     "\n"
     "commands:\n"
     "  train   train a GPT-2 model (presets tiny, gpt2, gpt2-medium, gpt2-large, gpt2-xl, or free sizes)\n"
+    "  plan    print the memory plan of a training run per rank and tier, without allocating it\n"
     "  data    prepare token files: `tierzero data prepare --input FILE... --output train.bin`\n"
     "  bench   benchmarks: `tierzero bench step` (training step time, tokens/s, GFLOP/s vs matmul rate),\n"
     "          `tierzero bench comm` (collectives: time, algbw, busbw vs the same call through MPI),\n"
@@ -48,6 +49,7 @@ int run_cli(int argc, char** argv) {
   std::vector<std::string> args(argv + 2, argv + argc);
   try {
     if (cmd == "train") return train_command(args);
+    if (cmd == "plan") return plan_command(args);
     if (cmd == "data") return data_command(args);
     if (cmd == "bench") return bench_command(args);
     std::fprintf(stderr, "tierzero: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);

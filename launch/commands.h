@@ -7,6 +7,7 @@
 namespace tz {
 
 int train_command(const std::vector<std::string>& args);
+int plan_command(const std::vector<std::string>& args);
 int data_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
 

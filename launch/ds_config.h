@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "zero/train_options.h"
+#include "train/train_options.h"
 
 namespace tz {
 

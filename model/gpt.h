@@ -3,8 +3,10 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
+#include "core/buffer_plan.h"
 #include "core/device.h"
 #include "model/gpt_config.h"
 #include "model/param_layout.h"
@@ -21,12 +23,24 @@ struct GptShape {
 
 class Gpt {
  public:
+  // Every buffer the model allocates (activations, checkpoints, scratch), for the memory plan.
   // param_dtype: the working dtype of parameters and matmul inputs (f32, bf16 or f16); activations
-  // and gradients are fp32. Allocates every activation buffer now, on `dev`, under its budget.
-  // checkpoint_dev: where the per-block checkpoints (the residual stream entering each block) live; by
-  // default the compute device. Another tier (the host) holds them when activations are offloaded.
+  // and gradients are fp32. checkpoint_kind: where the per-block checkpoints (the residual stream
+  // entering each block) live: device memory, or the host tier when activations are offloaded.
+  static std::vector<BufferSpec> buffers(const GptConfig& cfg, GptShape shape, DType param_dtype,
+                                         ActivationCheckpointing ckpt,
+                                         MemoryKind checkpoint_kind = MemoryKind::device);
+
+  // The groups in the order backward reports their gradients ready (grad_ready): the final norm, the
+  // blocks from the last to the first, then the embedding (its gradient is finished by the encoder).
+  static std::vector<int> gradient_order(const ParamLayout& layout);
+
+  // Takes every buffer buffers() lists from `planned` (which the caller checks is then complete).
   Gpt(Device& dev, const GptConfig& cfg, GptShape shape, DType param_dtype, ActivationCheckpointing ckpt,
-      Device* checkpoint_dev = nullptr);
+      PlannedBuffers& planned, MemoryKind checkpoint_kind = MemoryKind::device);
+  // The same with a plan of its own (tests and benchmarks that run the model alone).
+  Gpt(Device& dev, const GptConfig& cfg, GptShape shape, DType param_dtype, ActivationCheckpointing ckpt,
+      MemoryKind checkpoint_kind = MemoryKind::device);
   ~Gpt();
   Gpt(const Gpt&) = delete;
   Gpt& operator=(const Gpt&) = delete;
@@ -36,33 +50,32 @@ class Gpt {
   GptShape shape() const { return shape_; }
   DType param_dtype() const { return dtype_; }
 
-  // Bytes of activation and scratch buffers this model allocated (for the memory plan).
+  // Device bytes of the model's buffers, and host-tier bytes of offloaded checkpoints.
   std::size_t activation_bytes() const { return act_bytes_; }
-  // Bytes of the block checkpoints when they live on checkpoint_dev (0 when on the compute device).
   std::size_t offloaded_checkpoint_bytes() const { return offloaded_ckpt_bytes_; }
-  // What activation_bytes() would be, without allocating.
-  static std::size_t activation_bytes_for(const GptConfig& cfg, GptShape shape, DType param_dtype,
-                                          ActivationCheckpointing ckpt);
 
-  // Runs forward on B*T tokens and returns the mean cross-entropy loss. The logits are replaced by
+  // Runs forward on B*T tokens (host memory: pageable or pinned) on `stream` and adds the sum of the
+  // B*T per-position cross-entropy losses to loss_sum[0] (a device double). The logits are replaced by
   // their gradient scaled by dloss_scale / (B*T) (the mean's derivative times the caller's scale, e.g.
   // 1/grad_accum or the fp16 loss scale), ready for backward().
-  float forward(ParamProvider& params, const std::int32_t* inputs, const std::int32_t* targets, float dloss_scale);
+  void forward(ParamProvider& params, const std::int32_t* inputs, const std::int32_t* targets, float dloss_scale,
+               double* loss_sum, Stream& stream);
 
-  // Backward through the whole model, accumulating into the provider's gradients.
-  void backward(ParamProvider& params);
-
-  // Per-position losses of the last forward (B*T).
-  const float* losses() const { return losses_.data(); }
+  // Backward through the whole model on `stream`, accumulating into the provider's gradients.
+  void backward(ParamProvider& params, Stream& stream);
 
  private:
   struct BlockActs;
-  void block_forward(int layer, CView p, const float* res_in, BlockActs& a, float* res_out);
-  void block_backward(int layer, CView p, float* g, const float* res_in, BlockActs& a, float* dres);
+  void init(PlannedBuffers& planned);
+  void take_buffers(PlannedBuffers& planned);
+  void block_forward(Stream& s, int layer, CView p, const float* res_in, BlockActs& a, float* res_out);
+  void block_backward(Stream& s, int layer, CView p, float* g, const float* res_in, BlockActs& a, float* dres);
   // out[BT, OC] (+)= inp[BT, IC] @ W[IC, OC] + b, with inp cast to the working dtype when needed.
-  void linear_forward(float* out, const float* inp, void* inp_lp, CView w, CView b, int IC, int OC, Accumulate acc);
-  CView lowp(const float* x, void* scratch, std::size_t n);
+  void linear_forward(Stream& s, float* out, const float* inp, void* inp_lp, CView w, CView b, int IC, int OC,
+                      Accumulate acc);
+  CView lowp(Stream& s, const float* x, void* scratch, std::size_t n);
 
+  std::unique_ptr<PlannedBuffers> own_;  // the plan of the self-planning constructor
   Device& dev_;
   Backend& be_;
   GptConfig cfg_;
@@ -70,6 +83,7 @@ class Gpt {
   GptShape shape_;
   DType dtype_;
   ActivationCheckpointing ckpt_;
+  MemoryKind ckpt_kind_;
   std::size_t act_bytes_ = 0, offloaded_ckpt_bytes_ = 0;
 
   std::vector<Buffer<float>> residual_;  // L+1 residual streams [BT, C]; residual_[0] is the embedding output

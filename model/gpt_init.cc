@@ -35,30 +35,33 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 bool is_decayed(const TensorSpec& t) { return t.shape.size() >= 2; }
 
+void init_gpt_group(const GptConfig& cfg, const ParamLayout& layout, std::uint64_t seed, int g,
+                    std::vector<float>& values) {
+  values.assign(layout.groups[g].count, 0.0f);
+  const double residual_std = 0.02 / std::sqrt(2.0 * cfg.n_layer);
+  for (const TensorSpec& t : layout.groups[g].tensors) {
+    // One generator per tensor, seeded from its name: adding a layer does not shift the others.
+    std::uint64_t h = seed ^ 0xcbf29ce484222325ull;
+    for (char c : t.name) h = (h ^ std::uint8_t(c)) * 0x100000001b3ull;
+    Rng rng(h);
+    float* p = values.data() + t.offset;
+    if (ends_with(t.name, ".bias")) continue;  // zeros
+    if (ends_with(t.name, "ln_1.weight") || ends_with(t.name, "ln_2.weight") || t.name == "ln_f.weight") {
+      for (std::size_t i = 0; i < t.count; ++i) p[i] = 1.0f;
+      continue;
+    }
+    double std = 0.02;
+    if (ends_with(t.name, "attn.c_proj.weight") || ends_with(t.name, "mlp.c_proj.weight")) std = residual_std;
+    std::size_t n = t.count;
+    if (t.name == "wte.weight") n = std::size_t(cfg.vocab_size) * cfg.n_embd;  // padded rows stay 0
+    for (std::size_t i = 0; i < n; ++i) p[i] = float(rng.normal() * std);
+  }
+}
+
 void init_gpt_params(const GptConfig& cfg, const ParamLayout& layout, std::uint64_t seed,
                      std::vector<std::vector<float>>& groups) {
   groups.assign(layout.groups.size(), {});
-  const double residual_std = 0.02 / std::sqrt(2.0 * cfg.n_layer);
-  for (std::size_t g = 0; g < layout.groups.size(); ++g) {
-    groups[g].assign(layout.groups[g].count, 0.0f);
-    for (const TensorSpec& t : layout.groups[g].tensors) {
-      // One generator per tensor, seeded from its name: adding a layer does not shift the others.
-      std::uint64_t h = seed ^ 0xcbf29ce484222325ull;
-      for (char c : t.name) h = (h ^ std::uint8_t(c)) * 0x100000001b3ull;
-      Rng rng(h);
-      float* p = groups[g].data() + t.offset;
-      if (ends_with(t.name, ".bias")) continue;  // zeros
-      if (ends_with(t.name, "ln_1.weight") || ends_with(t.name, "ln_2.weight") || t.name == "ln_f.weight") {
-        for (std::size_t i = 0; i < t.count; ++i) p[i] = 1.0f;
-        continue;
-      }
-      double std = 0.02;
-      if (ends_with(t.name, "attn.c_proj.weight") || ends_with(t.name, "mlp.c_proj.weight")) std = residual_std;
-      std::size_t n = t.count;
-      if (t.name == "wte.weight") n = std::size_t(cfg.vocab_size) * cfg.n_embd;  // padded rows stay 0
-      for (std::size_t i = 0; i < n; ++i) p[i] = float(rng.normal() * std);
-    }
-  }
+  for (std::size_t g = 0; g < layout.groups.size(); ++g) init_gpt_group(cfg, layout, seed, int(g), groups[g]);
 }
 
 }  // namespace tz

@@ -119,6 +119,8 @@ SafetensorsDType to_safetensors_dtype(DType t) {
       return SafetensorsDType::I32;
     case DType::u16:
       return SafetensorsDType::U16;
+    case DType::f64:
+      break;
   }
   TZ_FAIL("no safetensors dtype for DType ", int(t));
 }

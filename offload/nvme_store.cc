@@ -22,7 +22,7 @@
 
 #include "core/error.h"
 #include "core/memory_budget.h"
-#include "offload/aligned_buffer.h"
+#include "core/host_memory.h"
 
 namespace tz {
 namespace {

@@ -14,7 +14,7 @@
 
 #include "core/error.h"
 #include "core/memory_budget.h"
-#include "offload/aligned_buffer.h"
+#include "core/host_memory.h"
 
 // liburing >= 2.2 is needed (io_uring_sqe_set_data64). The version macros only exist from 2.4 on;
 // Debian 12's 2.3 predates them, and an older one fails to compile at the first set_data64 call.

@@ -6,6 +6,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <random>
@@ -13,7 +14,9 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "model/gpt_init.h"
+#include "model/gpt.h"
 #include "zero/engine.h"
+#include "zero/memory_plan.h"
 
 namespace tz {
 namespace {
@@ -30,27 +33,32 @@ double step_flops(const GptConfig& c, int B, int T) {
 
 double measure_matmul_gflops(Device& dev, DType dtype, int M, int N, int K, int reps) {
   Backend& be = dev.backend();
+  auto s = dev.create_stream();
   Buffer<float> a32(dev, std::size_t(M) * K, "bench A"), b32(dev, std::size_t(K) * N, "bench B"),
       c(dev, std::size_t(M) * N, "bench C");
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1, 1);
-  for (auto& x : a32) x = u(rng);
-  for (auto& x : b32) x = u(rng);
+  std::vector<float> host(std::max(a32.size(), b32.size()));
+  for (auto& x : host) x = u(rng);
+  be.copy_async(*s, a32.data(), host.data(), a32.bytes());
+  be.copy_async(*s, b32.data(), host.data(), b32.bytes());
   Buffer<std::uint16_t> alp, blp;
   CView A = cview(a32.data()), B = cview(b32.data());
   if (dtype != DType::f32) {
     alp = Buffer<std::uint16_t>(dev, a32.size(), "bench A lp");
     blp = Buffer<std::uint16_t>(dev, b32.size(), "bench B lp");
-    be.cast(alp.data(), dtype, a32.data(), DType::f32, a32.size());
-    be.cast(blp.data(), dtype, b32.data(), DType::f32, b32.size());
+    be.cast(*s, alp.data(), dtype, a32.data(), DType::f32, a32.size());
+    be.cast(*s, blp.data(), dtype, b32.data(), DType::f32, b32.size());
     A = {alp.data(), dtype};
     B = {blp.data(), dtype};
   }
-  for (int i = 0; i < 2; ++i) be.gemm(Trans::no, Trans::no, M, N, K, A, B, c.data(), Accumulate::no);
+  for (int i = 0; i < 2; ++i) be.gemm(*s, Trans::no, Trans::no, M, N, K, A, B, c.data(), Accumulate::no);
+  s->synchronize();
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
     auto t0 = Clock::now();
-    be.gemm(Trans::no, Trans::no, M, N, K, A, B, c.data(), Accumulate::no);
+    be.gemm(*s, Trans::no, Trans::no, M, N, K, A, B, c.data(), Accumulate::no);
+    s->synchronize();
     t.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
   }
   return 2.0 * M * N * K / median(t) / 1e9;
@@ -61,8 +69,6 @@ nlohmann::json run_step_bench(const StepBenchOptions& opt, bool quiet) {
   const int B = opt.micro_batch, T = opt.seq_len, BT = B * T;
   auto dev = make_cpu_device();
   ParamLayout layout = ParamLayout::build(cfg);
-  std::vector<std::vector<float>> init;
-  init_gpt_params(cfg, layout, 1337, init);
   std::vector<std::int32_t> inputs(BT), targets(BT);
   std::mt19937 rng(1234);
   for (int i = 0; i < BT; ++i) {
@@ -87,21 +93,41 @@ nlohmann::json run_step_bench(const StepBenchOptions& opt, bool quiet) {
     LrConfig lr;
     lr.lr = 1e-4f;
     lr.total_steps = opt.warmup_steps + opt.steps;
-    std::vector<double> fwd, bwd, optim, total;
+    std::vector<double> fwd, bwd, optim, total, losses;
     {
+      // The training path with training's settings for one rank: the plan, the engine and the model.
       auto comm = make_self_comm();
-      auto host = make_cpu_device(kUnlimited, "host");
-      Engine engine(*dev, *host, *comm, layout, dt, init, AdamConfig{}, lr, ZeroOptions{}, LossScaleOptions{}, 1);
-      Gpt model(*dev, cfg, GptShape{B, T}, dt, opt.checkpointing);
+      PlanInputs in;
+      in.model = cfg;
+      in.shape = GptShape{B, T};
+      in.dtype = dt;
+      in.checkpointing = opt.checkpointing;
+      const MemoryPlan plan = plan_memory(in);
+      auto stream = dev->create_stream();
+      PlannedBuffers planned(*dev, plan.buffers);
+      auto init = [&](int g, std::vector<float>& v) { init_gpt_group(cfg, layout, 1337, g, v); };
+      Engine engine(*dev, *stream, *comm, plan, planned, EngineConfig{AdamConfig{}, lr, {}, 1}, init);
+      Gpt model(*dev, cfg, GptShape{B, T}, dt, opt.checkpointing, planned);
+      Buffer<double> loss = planned.take<double>(kLossSums), readback = planned.take<double>(kLossReadback);
+      planned.expect_all_taken();
+      dev->backend().memset_async(*stream, loss.data(), 0, sizeof(double));
       for (int s = 0; s < opt.warmup_steps + opt.steps; ++s) {
         auto t0 = Clock::now();
-        model.forward(engine, inputs.data(), targets.data(), engine.dloss_scale());
+        model.forward(engine, inputs.data(), targets.data(), engine.dloss_scale(), loss.data(), *stream);
+        stream->synchronize();
         auto t1 = Clock::now();
-        model.backward(engine);
+        model.backward(engine, *stream);
         engine.end_micro_step();
+        stream->synchronize();
         auto t2 = Clock::now();
         engine.step();
+        stream->synchronize();
         auto t3 = Clock::now();
+        // The loss of this step's forward, read back outside the timed span (the self-check below).
+        dev->backend().copy_async(*stream, readback.data(), loss.data(), sizeof(double));
+        dev->backend().memset_async(*stream, loss.data(), 0, sizeof(double));
+        stream->synchronize();
+        losses.push_back(readback.data()[0] / BT);
         if (s < opt.warmup_steps) continue;
         auto ms = [](auto a, auto b) { return std::chrono::duration<double, std::milli>(b - a).count(); };
         fwd.push_back(ms(t0, t1));
@@ -125,6 +151,10 @@ nlohmann::json run_step_bench(const StepBenchOptions& opt, bool quiet) {
     r["matmul_gflops_mlp_shape"] = mm_model;
     r["matmul_gflops_2048"] = mm_square;
     r["fraction_of_matmul_rate"] = r["gflops"].get<double>() / std::max(mm_model, mm_square);
+    // Every step trains on the same batch: its loss must be finite and fall from the first step to the
+    // last, or the step measured is not training.
+    r["losses"] = losses;
+    r["learns"] = losses.size() >= 2 && std::isfinite(losses.back()) && losses.back() < losses.front();
     out[std::string(dtype_name(dt))] = r;
     if (!quiet)
       std::printf(

@@ -1,23 +1,28 @@
-// The ZeRO engine on one rank: working params, fp32 gradients and AdamW states per flat group,
-// partitioned by stage (0: replicated; 1: optimizer states and master sharded; 2: + gradients;
-// 3: + parameters), the bucketed reductions and gathers, loss scaling, global-norm clipping and the
-// optimizer step. It is the model's ParamProvider.
+// The ZeRO engine on one rank: the model's ParamProvider. It owns each flat group's states where the
+// memory plan put them (GroupState), the gradient reducer, the stage-3 gatherer, the NVMe swappers
+// and the optimizer step, all allocated from the plan before step 1. Per step it runs the micro-step
+// protocol (gather on acquire, reduce on grad_ready, flush at the end of a micro-step) and step().
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <vector>
 
 #include "comm/communicator.h"
+#include "core/buffer_plan.h"
 #include "core/device.h"
-#include "model/gpt.h"
-#include "model/param_layout.h"
+#include "model/param_provider.h"
+#include "offload/nvme_store.h"
 #include "zero/grad_reducer.h"
+#include "zero/group_state.h"
 #include "zero/loss_scaler.h"
 #include "zero/lr_schedule.h"
+#include "zero/memory_plan.h"
+#include "zero/optimizer_step.h"
 #include "zero/optimizer_swapper.h"
 #include "zero/param_gatherer.h"
-#include "zero/shard_map.h"
+#include "zero/param_swapper.h"
 #include "zero/zero_options.h"
 
 namespace tz {
@@ -30,21 +35,32 @@ struct StepStats {
   float loss_scale = 1;  // the scale used for this step's backward
 };
 
-// One line of the memory plan: a state class on a tier and its bytes on this rank.
-struct PlanRow {
-  std::string what;
-  Tier tier;
-  std::size_t bytes;
+// The optimizer and precision settings the engine runs with (the plan holds the ZeRO and offload ones).
+struct EngineConfig {
+  AdamConfig adam;
+  LrConfig lr;
+  LossScaleOptions fp16;
+  int grad_accum = 1;
 };
+
+// Test seams, kept out of the user-facing options.
+struct EngineHooks {
+  // Rewrites the NVMe store's I/O completion results (inject -EIO, short reads, -EAGAIN).
+  CompletionFilter nvme_completion_filter;
+  // Runs just before group `group`'s gradient (device memory: write it through copies) is handed to
+  // the reduction, with the 1-based number of the step being computed.
+  std::function<void(int step, int group, float* grad, Stream& stream)> before_reduce;
+};
+
+// Fills `values` (resized to the group's element count) with group g's fp32 initial values.
+using GroupInit = std::function<void(int group, std::vector<float>& values)>;
 
 class Engine final : public ParamProvider {
  public:
-  // init: every group's fp32 initial values, identical on every rank (each keeps only what its stage
-  // needs). grad_accum micro-steps make one optimizer step.
-  // host: the host tier's allocator (its own budget), where offloaded states live.
-  Engine(Device& dev, Device& host, Communicator& comm, const ParamLayout& layout, DType working,
-         const std::vector<std::vector<float>>& init, AdamConfig adam, LrConfig lr, const ZeroOptions& zero,
-         const LossScaleOptions& fp16, int grad_accum, const OffloadOptions& offload = {});
+  // Takes every state buffer of the plan from `planned`; the plan must outlive the engine. `stream` is
+  // the compute stream the model runs on.
+  Engine(Device& dev, Stream& stream, Communicator& comm, const MemoryPlan& plan, PlannedBuffers& planned,
+         const EngineConfig& cfg, const GroupInit& init, EngineHooks hooks = {});
   ~Engine();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -55,90 +71,56 @@ class Engine final : public ParamProvider {
   void grad_ready(int group) override;
 
   // Brackets each micro-step's forward + backward; `last` marks the one before step().
-  void begin_micro_step(bool last);
+  void begin_micro_step(bool last) { last_micro_ = last; }
   void end_micro_step();
   // The factor the loss gradient is multiplied by this micro-step (loss scale / grad_accum).
   float dloss_scale() const;
 
   // Reduces what is left, checks for overflow, clips by the global norm, applies AdamW to this rank's
-  // shards, re-gathers params where the stage keeps them whole, zeroes the gradients.
+  // ranges, writes the working params back where they live, zeroes the gradients.
   StepStats step();
 
-  int stage() const { return stage_; }
-  const ShardMap& shard_map() const { return map_; }
-  Communicator& comm() { return comm_; }
-  // The accumulated gradient this rank keeps for group g: the whole (padded) group at stages 0-1,
-  // this rank's shard at stages 2-3 (for inspection and fault injection in tests).
-  float* grad_accumulator(int g) { return stage_ <= 1 ? grad_full_[g].data() : grad_shard_[g].data(); }
   // The full fp32 master values of a group, gathered from every rank (collective: all ranks call it).
   std::vector<float> gather_master(int group);
-  // Device bytes of states that persist across steps (params, grads, master, Adam m and v) and of the
-  // transient buffers (buckets, gathered parameters, backward gradient buffers), as allocated.
-  std::size_t persistent_bytes() const { return persistent_bytes_; }
-  // The same, on the host tier (offloaded states).
-  std::size_t host_persistent_bytes() const { return host_persistent_bytes_; }
-  // Every buffer the engine allocated, by state class and tier (the printed plan).
-  const std::vector<PlanRow>& plan() const { return plan_; }
-  // Bytes of this rank's states in the NVMe store (0 without NVMe offload).
-  std::size_t nvme_bytes() const { return nvme_budget_.used(); }
+
+  const MemoryPlan& plan() const { return plan_; }
+  Communicator& comm() { return comm_; }
   const MemoryBudget& nvme_budget() const { return nvme_budget_; }
-  // Traffic of the NVMe optimizer swap since the last reset (null without NVMe offload).
-  SwapStats* swap_stats() { return swapper_ ? &swapper_->stats() : nullptr; }
-  // Traffic of NVMe-resident parameter shards (fetches before gathers, write-backs after the step);
-  // wait_seconds counts only the time blocked on fetches and write-backs. Null without them.
-  SwapStats* param_io_stats();
   NvmeStore* nvme_store() { return store_.get(); }
-  std::size_t transient_bytes() const { return transient_bytes_; }
+  // NVMe traffic of the optimizer swap and of parameter shards since the last reset (null without).
+  SwapStats* optimizer_io_stats() { return optimizer_swap_ ? &optimizer_swap_->stats() : nullptr; }
+  SwapStats* param_io_stats();
 
  private:
-  bool full_params(int g) const { return stage_ < 3 || persistent_[g]; }
-  void note(const std::string& what, Tier tier, std::size_t bytes);
-  void* work_ptr(int g);
-  float* master_ptr(int g);            // the master values of this rank's optimizer range
-  std::size_t opt_begin(int g) const;  // first element (in the padded group) this rank updates
-  std::size_t opt_count(int g) const;
-  float* reduced_grad_ptr(int g);  // the reduced gradient over this rank's optimizer range
-  void progress();
+  void open_store();
+  void initialize(const GroupInit& init);
+  void make_reducer(PlannedBuffers& planned);
+  void make_gatherer(PlannedBuffers& planned);
 
   Device& dev_;
-  Device& host_;
+  Stream& stream_;
   Communicator& comm_;
-  const ParamLayout& layout_;
-  ShardMap map_;
-  DType working_;
-  AdamConfig adam_;
-  LrConfig lr_;
-  int stage_;
-  int grad_accum_;
-  std::size_t allgather_bucket_;
+  const MemoryPlan& plan_;
+  EngineConfig cfg_;
+  EngineHooks hooks_;
   LossScaler scaler_;
   bool fp16_;
-  int step_ = 0;
+  bool reduce_every_micro_step_;
+  int step_ = 0;       // optimizer steps applied
+  int computing_ = 1;  // the step being computed (1-based; a skipped step is computed again)
   bool last_micro_ = true;
-  std::vector<bool> persistent_;
-  std::size_t persistent_bytes_ = 0, transient_bytes_ = 0, host_persistent_bytes_ = 0;
-  OffloadOptions offload_;
-  std::vector<PlanRow> plan_;
-
-  std::vector<Buffer<std::uint8_t>> work_;  // working params: full or this rank's shard
-  std::vector<Buffer<float>> master_;       // empty when fp32 working params serve as master
-  std::vector<Buffer<float>> m_, v_;
-  std::vector<Buffer<float>> grad_full_;   // stages 0-1: accumulated full gradients
-  std::vector<Buffer<float>> grad_shard_;  // stages 2-3: accumulated gradient shards
-  Buffer<float> grad_big_, grad_small_;    // stages 2-3: backward's transient full gradients
-  int grad_big_group_ = -1, grad_big_owner_ = -1, grad_small_owner_ = -1;
-  bool separate_master_ = true;  // false: fp32 working params on the device are the master
+  std::vector<GroupState> groups_;
+  Buffer<float> backward_big_, backward_small_;  // backward's transient full gradients (sharded grads)
+  int big_owner_ = -1, small_owner_ = -1;
   MemoryBudget nvme_budget_{"nvme"};
+  Reservation nvme_reservation_;
   std::unique_ptr<NvmeStore> store_;
-  std::unique_ptr<OptimizerSwapper> swapper_;
-  bool param_nvme_ = false;               // stage 3 parameter shards live in the NVMe store
-  std::vector<std::uint64_t> param_off_;  // their offsets there
-  AlignedBuffer param_scratch_;           // updated shards are written back from here
-  MemoryBudget* param_scratch_budget_ = nullptr;
-  std::size_t fetch_staging_bytes_ = 0;
-  SwapStats param_io_;
+  std::unique_ptr<OptimizerSwapper> optimizer_swap_;
+  std::unique_ptr<ParamSwapper> param_swap_;
   std::unique_ptr<GradReducer> reducer_;
   std::unique_ptr<ParamGatherer> gatherer_;
+  std::unique_ptr<OptimizerStep> optimizer_;
+  std::unique_ptr<Event> done_;
 };
 
 }  // namespace tz

@@ -1,7 +1,9 @@
-// Bucketed gradient reduction. Full (padded) group gradients are copied into a staging bucket as
-// backward produces them; a full bucket is reduced with one collective while backward goes on:
-// all-reduce (stage 0) or reduce-scatter (stages 1-3), after which each group's result is copied
-// or added to its destination. Two buckets alternate, so one fills while the other is in flight.
+// Bucketed gradient reduction. Backward hands over each group's full (padded) gradient in a fixed
+// order; it is copied into the bucket that is filling, and a bucket is reduced with one collective as
+// soon as its last group arrives, while backward goes on: all-reduce (replicated optimizer states) or
+// reduce-scatter (sharded). The buckets are planned once from that order, so every rank block of a
+// reduce-scatter bucket sits at its final stride and nothing is compacted at launch. Two bucket
+// buffers alternate: one fills while the other's collective is in flight.
 #pragma once
 
 #include <functional>
@@ -9,50 +11,70 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "core/buffer_plan.h"
 #include "core/device.h"
 #include "zero/shard_map.h"
 
 namespace tz {
 
-enum class ReduceMode { all_reduce, reduce_scatter };
-enum class Deliver { copy, add };
+// The launches, planned from the order groups arrive in (a pure function of the layout and settings).
+struct BucketPlan {
+  bool reduce_scatter = false;
+  std::size_t capacity = 0;         // elements of each of the two bucket buffers
+  std::vector<int> order;           // the groups in the order they arrive
+  std::vector<int> bucket_of;       // per group: its launch
+  std::vector<std::size_t> offset;  // per group: its offset in its launch's rank block (or bucket)
+  std::vector<std::size_t> stride;  // per launch: elements per rank block (reduce-scatter) or in all
+  int launches() const { return int(stride.size()); }
+};
+
+// bucket_elems: reduce_bucket_size (raised to the largest group; a bucket never holds more).
+BucketPlan plan_buckets(const ShardMap& map, bool reduce_scatter, std::size_t bucket_elems,
+                        std::vector<int> order);
 
 class GradReducer {
  public:
-  // dest(g): where group g's result goes: its padded length for all_reduce, its shard for
-  // reduce_scatter. bucket_elems is the reduce_bucket_size (raised to the largest group).
-  // With overlap off (DeepSpeed's overlap_comm: false) each bucket is reduced and delivered as soon as
-  // it is launched, so no collective runs while backward computes.
-  GradReducer(Device& dev, Communicator& comm, const ShardMap& map, ReduceMode mode, std::size_t bucket_elems,
-              std::function<float*(int)> dest, Deliver deliver, bool overlap = true);
+  // Where a group's reduced gradient goes and how: copied or added into device memory, or added into
+  // host memory (the host-tier gradient shard of an offloaded optimizer) through pinned staging.
+  enum class Deliver { copy, add };
+  struct Destination {
+    float* ptr = nullptr;  // its padded length (all-reduce) or its shard (reduce-scatter)
+    Deliver how = Deliver::copy;
+    bool on_host = false;
+  };
+  // Buffers "gradient bucket 0/1" and, if any destination is on the host, "gradient delivery staging"
+  // come from `planned`. overlap: DeepSpeed's overlap_comm (false: each bucket is reduced and
+  // delivered as soon as it is launched, so no collective runs while backward computes).
+  GradReducer(Device& dev, Stream& stream, Communicator& comm, const ShardMap& map, BucketPlan plan,
+              std::vector<Destination> dest, PlannedBuffers& planned, bool overlap);
   ~GradReducer();
 
-  // Adds group g's gradient (padded length, fp32) to the filling bucket; the caller may reuse `grad`
-  // as soon as this returns. Launches the bucket when the group does not fit.
-  void push(int g, const float* grad);
-  // Launches the partial bucket and waits for all; every destination then holds its result.
-  void flush();
-  // Advances in-flight collectives and delivers finished ones (call between blocks).
-  void progress();
+  static std::vector<BufferSpec> buffers(const ShardMap& map, const BucketPlan& plan, bool host_destination);
 
-  std::size_t bucket_capacity() const { return capacity_; }
-  std::size_t staging_bytes() const { return 2 * capacity_ * sizeof(float); }
+  // Copies group g's gradient (padded length, fp32, device) into its bucket; the caller may reuse
+  // `grad` once the stream reaches this point. Launches the bucket when g is its last group.
+  void push(int g, const float* grad);
+  // Delivers every launched bucket: each destination then holds its result. Every group must have
+  // arrived since the last flush (or none).
+  void flush();
 
  private:
-  struct Bucket;
-  void launch(Bucket& b);
-  void finish(Bucket& b);
+  struct Slot;
+  void launch(Slot& s);
+  void deliver(Slot& s);
+  void deliver_to_host(const Destination& d, const float* src, std::size_t n);
 
   Device& dev_;
+  Stream& stream_;
   Communicator& comm_;
   const ShardMap& map_;
-  ReduceMode mode_;
-  std::function<float*(int)> dest_;
-  Deliver deliver_;
+  BucketPlan plan_;
+  std::vector<Destination> dest_;
   bool overlap_;
-  std::size_t capacity_ = 0;
-  std::vector<std::unique_ptr<Bucket>> buckets_;
-  int filling_ = 0;
+  std::vector<std::unique_ptr<Slot>> slots_;
+  Buffer<float> host_staging_;
+  std::unique_ptr<Event> copied_;
+  std::size_t next_ = 0;  // position in plan_.order of the group expected next
 };
 
 }  // namespace tz

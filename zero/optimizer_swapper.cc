@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "core/error.h"
+#include "core/host_memory.h"
 
 namespace tz {
 namespace {
@@ -15,32 +16,44 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
 }
 }  // namespace
 
-std::size_t OptimizerSwapper::chunk_elems(std::size_t sub_group, std::size_t block) {
+std::size_t optimizer_chunk_elems(std::size_t sub_group, std::size_t block) {
   // Whole multiples of block/2 elements: every sub-group then starts on a block boundary both in the
   // fp32 state arrays and in 2-byte (bf16/fp16) parameter shards written back per sub-group.
   std::size_t per_block = block / 2;
   return std::max(per_block, sub_group / per_block * per_block);
 }
 
-std::uint64_t OptimizerSwapper::store_bytes(const std::vector<std::size_t>& counts, std::size_t block) {
-  std::uint64_t total = 0;
-  for (std::size_t c : counts) total += 3 * round_up64(std::uint64_t(c) * sizeof(float), block);
-  return total;
+OptimizerSwapPlan plan_optimizer_swap(std::vector<std::size_t> counts, std::uint64_t base, std::size_t sub_group,
+                                      int buffer_count, std::size_t block) {
+  TZ_CHECK(buffer_count >= 3,
+           "offload_optimizer.buffer_count must be at least 3 (read, update, write in flight), got ", buffer_count);
+  OptimizerSwapPlan p;
+  p.base = base;
+  std::size_t largest = 0;
+  for (std::size_t c : counts) {
+    largest = std::max(largest, c);
+    p.bytes += 3 * round_up64(std::uint64_t(c) * sizeof(float), block);  // master, m, v: block-aligned arrays
+  }
+  // A sub-group larger than the largest range would only waste staging memory.
+  p.chunk = std::min(optimizer_chunk_elems(sub_group, block), std::size_t(round_up64(largest, block / 2)));
+  p.buffers = buffer_count;
+  p.slot_bytes = round_up(3 * p.chunk * sizeof(float), kDirectIoAlign);
+  p.counts = std::move(counts);
+  return p;
 }
 
-OptimizerSwapper::OptimizerSwapper(NvmeStore& store, std::uint64_t base, std::vector<std::size_t> counts,
-                                   std::size_t sub_group, int buffer_count, MemoryBudget& host,
-                                   Pinning pinning)
-    : store_(store), counts_(std::move(counts)), host_(host) {
-  TZ_CHECK(buffer_count >= 3,
-           "offload_optimizer.buffer_count must be at least 3 (read, update, write in flight), got ",
-           buffer_count);
+std::vector<BufferSpec> OptimizerSwapper::buffers(const OptimizerSwapPlan& plan) {
+  std::vector<BufferSpec> v;
+  for (int i = 0; i < plan.buffers; ++i)
+    v.push_back({"optimizer swap buffer " + std::to_string(i), "host staging", MemoryKind::pinned_host,
+                 plan.slot_bytes});
+  return v;
+}
+
+OptimizerSwapper::OptimizerSwapper(NvmeStore& store, OptimizerSwapPlan plan, PlannedBuffers& planned)
+    : store_(store), plan_(std::move(plan)), counts_(plan_.counts), chunk_(plan_.chunk) {
   const std::size_t block = store.block_size();
-  std::size_t largest = 0;
-  for (std::size_t c : counts_) largest = std::max(largest, c);
-  // A sub-group larger than the largest range would only waste staging memory.
-  chunk_ = std::min(chunk_elems(sub_group, block), round_up64(largest, block / 2));
-  std::uint64_t off = base;
+  std::uint64_t off = plan_.base;
   for (std::size_t g = 0; g < counts_.size(); ++g) {
     group_base_.push_back(off);
     array_bytes_.push_back(round_up64(std::uint64_t(counts_[g]) * sizeof(float), block));
@@ -48,12 +61,10 @@ OptimizerSwapper::OptimizerSwapper(NvmeStore& store, std::uint64_t base, std::ve
     for (std::size_t b = 0; b < counts_[g]; b += chunk_)
       units_.push_back({int(g), b, std::min(chunk_, counts_[g] - b)});
   }
-  TZ_CHECK(off <= store.capacity(), "the NVMe store holds ", store.capacity(),
-           " bytes; the optimizer states need ", off - base, " from offset ", base);
-  std::size_t slot_bytes = round_up(3 * chunk_ * sizeof(float), kDirectIoAlign);
-  host_.reserve(std::size_t(buffer_count) * slot_bytes, "NVMe staging buffers (optimizer swap ring)");
-  staging_bytes_ = std::size_t(buffer_count) * slot_bytes;
-  for (int i = 0; i < buffer_count; ++i) slots_.push_back({AlignedBuffer(slot_bytes, pinning), {}});
+  TZ_CHECK(off <= store.capacity(), "the NVMe store holds ", store.capacity(), " bytes; the optimizer states need ",
+           off - plan_.base, " from offset ", plan_.base);
+  for (int i = 0; i < plan_.buffers; ++i)
+    slots_.push_back({planned.take<float>("optimizer swap buffer " + std::to_string(i)), {}});
 }
 
 OptimizerSwapper::~OptimizerSwapper() {
@@ -65,12 +76,11 @@ OptimizerSwapper::~OptimizerSwapper() {
         log_line(std::string("optimizer swap I/O failed at shutdown: ") + e.what());
       }
     }
-  host_.release(staging_bytes_);
 }
 
 std::vector<std::span<std::byte>> OptimizerSwapper::regions() {
   std::vector<std::span<std::byte>> r;
-  for (auto& s : slots_) r.emplace_back(s.buf.data(), s.buf.bytes());
+  for (auto& s : slots_) r.emplace_back(reinterpret_cast<std::byte*>(s.buf.data()), s.buf.bytes());
   return r;
 }
 

@@ -11,8 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "core/memory_budget.h"
-#include "offload/aligned_buffer.h"
+#include "core/buffer_plan.h"
 #include "offload/nvme_store.h"
 
 namespace tz {
@@ -23,18 +22,28 @@ struct SwapStats {
   void reset() { *this = SwapStats{}; }
 };
 
+// The store layout and the staging ring, planned once (a pure function of the counts and settings).
+struct OptimizerSwapPlan {
+  std::vector<std::size_t> counts;  // per group: this rank's optimizer elements
+  std::uint64_t base = 0, bytes = 0;  // the store range of the states
+  std::size_t chunk = 0;            // elements per sub-group
+  int buffers = 0;                  // staging buffers in the ring
+  std::size_t slot_bytes = 0;       // each: master, m and v of one sub-group, page-rounded
+};
+
+// Elements per sub-group: sub_group rounded down to a multiple of block/2 elements (at least one), so
+// every sub-group starts on a block boundary in fp32 state arrays and in 2-byte parameter shards.
+std::size_t optimizer_chunk_elems(std::size_t sub_group, std::size_t block);
+OptimizerSwapPlan plan_optimizer_swap(std::vector<std::size_t> counts, std::uint64_t base, std::size_t sub_group,
+                                      int buffer_count, std::size_t block);
+
 class OptimizerSwapper {
  public:
-  // counts[g]: this rank's optimizer elements of group g. Staging buffers are charged to `host`.
-  OptimizerSwapper(NvmeStore& store, std::uint64_t base, std::vector<std::size_t> counts,
-                   std::size_t sub_group, int buffer_count, MemoryBudget& host, Pinning pinning);
+  // The staging ring ("optimizer swap buffer i", pinned host memory) comes from `planned`.
+  OptimizerSwapper(NvmeStore& store, OptimizerSwapPlan plan, PlannedBuffers& planned);
   ~OptimizerSwapper();
 
-  // Store bytes the states of `counts` need (three block-aligned arrays per group).
-  static std::uint64_t store_bytes(const std::vector<std::size_t>& counts, std::size_t block);
-  // Elements per sub-group: sub_group rounded down to a multiple of block/2 elements (at least one), so
-  // every sub-group starts on a block boundary in fp32 state arrays and in 2-byte parameter shards.
-  static std::size_t chunk_elems(std::size_t sub_group, std::size_t block);
+  static std::vector<BufferSpec> buffers(const OptimizerSwapPlan& plan);
 
   // Writes group g's initial master values with m = v = 0 (blocking; before training).
   void initialize(int g, const float* master);
@@ -47,10 +56,9 @@ class OptimizerSwapper {
 
   const SwapStats& stats() const { return stats_; }
   SwapStats& stats() { return stats_; }
-  std::size_t staging_bytes() const { return staging_bytes_; }
-  // The staging ring's memory (to register with io_uring) and why pinning it was refused ("" if not).
+  const OptimizerSwapPlan& plan() const { return plan_; }
+  // The staging ring's memory (to register with io_uring).
   std::vector<std::span<std::byte>> regions();
-  std::string pin_error() const { return slots_.empty() ? std::string() : slots_[0].buf.pin_error(); }
 
  private:
   struct Unit {
@@ -58,24 +66,23 @@ class OptimizerSwapper {
     std::size_t begin, n;
   };
   struct Slot {
-    AlignedBuffer buf;
+    Buffer<float> buf;
     std::vector<IoHandle> io;  // reads or writes in flight for the unit in this slot
   };
   std::uint64_t array_offset(int g, int array) const;  // array 0 master, 1 m, 2 v
-  float* slot_array(Slot& s, int array) { return reinterpret_cast<float*>(s.buf.data()) + array * chunk_; }
+  float* slot_array(Slot& s, int array) { return s.buf.data() + array * chunk_; }
   // Reads or writes the first `arrays` of the unit's arrays (master, m, v).
   void issue(Slot& s, const Unit& u, bool write, int arrays = 3);
   void wait(Slot& s);
 
   NvmeStore& store_;
+  OptimizerSwapPlan plan_;
   std::vector<std::size_t> counts_;
   std::vector<std::uint64_t> group_base_;
   std::vector<std::uint64_t> array_bytes_;  // per group: one array's block-aligned size
   std::size_t chunk_ = 0;                   // elements per sub-group
   std::vector<Unit> units_;
   std::vector<Slot> slots_;
-  MemoryBudget& host_;
-  std::size_t staging_bytes_ = 0;
   SwapStats stats_;
 };
 

@@ -1,65 +1,100 @@
-// ParamGatherer: slots, gathers and trace-driven prefetch.
+// ParamGatherer: slots, gathers from device, host or NVMe shards, and trace-driven prefetch.
 #include "zero/param_gatherer.h"
 
 #include <algorithm>
 #include <chrono>
 
 #include "core/error.h"
+#include "core/host_memory.h"
 
 namespace tz {
 
-ParamGatherer::ParamGatherer(Device& dev, Communicator& comm, const ShardMap& map, DType dtype,
-                             std::function<const void*(int)> shard, std::vector<bool> persistent,
-                             int held_group, std::size_t prefetch_elems, std::size_t max_live_elems)
-    : dev_(dev),
-      comm_(comm),
-      map_(map),
-      dtype_(dtype),
-      shard_(std::move(shard)),
-      persistent_(std::move(persistent)),
-      prefetch_elems_(prefetch_elems) {
-  std::size_t big = 0, small = 0;
-  if (!persistent_[held_group]) big_group_ = held_group, big = map.group(held_group).padded;
-  for (int g = 0; g < map.groups(); ++g)
-    if (!persistent_[g] && g != big_group_) small = std::max(small, map.group(g).padded);
-  if (big == 0 && small == 0) return;  // everything persistent: nothing to gather
-  TZ_CHECK(max_live_elems >= big + small, "stage3_max_live_parameters (", max_live_elems,
+GatherPlan plan_gathers(const ShardMap& map, const Placement& place, const ZeroOptions& zero) {
+  GatherPlan p;
+  const int held = place.embedding_group;
+  std::size_t others = 0, largest_shard = 0;
+  bool nvme = false;
+  for (int g = 0; g < map.groups(); ++g) {
+    const GroupPlacement& gp = place.groups[g];
+    if (!gp.params_sharded) continue;
+    nvme |= gp.params_home == Tier::nvme;
+    largest_shard = std::max(largest_shard, map.group(g).shard_count);
+    if (g == held) {
+      p.held_group = g, p.held_elems = map.group(g).padded;  // held through the pass: a slot of its own
+    } else {
+      p.slot_elems = std::max(p.slot_elems, map.group(g).padded);
+      ++others;
+    }
+  }
+  if (!p.any()) return p;
+  const std::size_t big = p.held_elems, small = p.slot_elems;
+  TZ_CHECK(zero.max_live_parameters >= big + small, "stage3_max_live_parameters (", zero.max_live_parameters,
            ") is below what one forward step keeps gathered: the embedding group (", big,
            " elements, held for the whole pass, tied to the LM head) plus the largest other group (", small,
            "); raise --max-live-parameters");
-  // One slot for the group in use plus one per prefetched group that fits both limits.
-  std::size_t depth = small ? prefetch_elems / small : 0;
-  std::size_t live_room = small ? (max_live_elems - big) / small : 1;
-  std::size_t others = 0;  // more slots than groups to put in them would only waste memory
-  for (int g = 0; g < map.groups(); ++g) others += (!persistent_[g] && g != big_group_) ? 1 : 0;
-  std::size_t nsmall =
-      small ? std::max<std::size_t>(1, std::min<std::size_t>({1 + depth, live_room, others})) : 0;
-  std::size_t es = dtype_size(dtype);
-  slots_.resize(1 + nsmall);
-  slots_[0].elems = big;
-  if (big) slots_[0].mem = Buffer<std::uint8_t>(dev, big * es, "gathered parameters (embedding)");
-  for (std::size_t i = 1; i <= nsmall; ++i) {
-    slots_[i].elems = small;
-    slots_[i].mem = Buffer<std::uint8_t>(dev, small * es, "gathered parameters slot " + std::to_string(i));
+  // One slot for the group in use plus one per prefetched group that fits both limits; more slots
+  // than groups to put in them would only waste memory.
+  if (small) {
+    const std::size_t depth = zero.prefetch_bucket_size / small,
+                      live_room = (zero.max_live_parameters - big) / small;
+    p.slots = int(std::max<std::size_t>(1, std::min<std::size_t>({1 + depth, live_room, others})));
   }
-  slot_bytes_ = (big + nsmall * small) * es;
+  if (nvme) p.staging_bytes = round_up(largest_shard * dtype_size(place.working), kDirectIoAlign);
+  return p;
+}
+
+std::vector<BufferSpec> ParamGatherer::buffers(const GatherPlan& plan, DType dtype) {
+  std::vector<BufferSpec> v;
+  const std::size_t es = dtype_size(dtype);
+  auto slot = [&](const std::string& name) {
+    if (plan.staging_bytes)
+      v.push_back({"parameter fetch staging (" + name + ")", "host staging", MemoryKind::pinned_host,
+                   plan.staging_bytes});
+  };
+  if (plan.held_elems) {
+    v.push_back(
+        {"gathered parameters (embedding)", "gathered parameters", MemoryKind::device, plan.held_elems * es});
+    slot("embedding");
+  }
+  for (int i = 1; i <= plan.slots; ++i) {
+    v.push_back({"gathered parameters slot " + std::to_string(i), "gathered parameters", MemoryKind::device,
+                 plan.slot_elems * es});
+    slot("slot " + std::to_string(i));
+  }
+  return v;
+}
+
+ParamGatherer::ParamGatherer(Device& dev, Stream& stream, Communicator& comm, const ShardMap& map,
+                             const Placement& place, const GatherPlan& plan, std::vector<const void*> shard,
+                             ParamSwapper* nvme, std::size_t prefetch_elems, PlannedBuffers& planned)
+    : dev_(dev),
+      stream_(stream),
+      comm_(comm),
+      map_(map),
+      place_(place),
+      shard_(std::move(shard)),
+      nvme_(nvme),
+      prefetch_elems_(prefetch_elems),
+      held_group_(plan.held_group),
+      copied_(dev.create_event()) {
+  slots_.resize(1 + plan.slots);
+  auto take = [&](Slot& s, const std::string& name, const std::string& staging) {
+    s.mem = planned.take<std::uint8_t>(name);
+    if (plan.staging_bytes)
+      s.staging = planned.take<std::uint8_t>("parameter fetch staging (" + staging + ")");
+  };
+  if (plan.held_elems) take(slots_[0], "gathered parameters (embedding)", "embedding");
+  for (int i = 1; i <= plan.slots; ++i)
+    take(slots_[i], "gathered parameters slot " + std::to_string(i), "slot " + std::to_string(i));
 }
 
 ParamGatherer::~ParamGatherer() {
   for (auto& s : slots_) {
-    if (s.fetching) {
-      try {
-        s.fetch.wait();
-      } catch (const std::exception& e) {
-        log_line(std::string("parameter fetch still in flight at shutdown: ") + e.what());
-      }
-    }
-    if (s.work) {
-      try {
-        s.work->wait();
-      } catch (const std::exception& e) {
-        log_line(std::string("parameter gather still in flight at shutdown: ") + e.what());
-      }
+    try {
+      if (s.fetching) s.fetch.wait();
+      if (s.work) s.work->wait();
+    } catch (const std::exception& e) {
+      log_line(std::string("parameter gather still in flight at shutdown: ") + e.what());
     }
   }
 }
@@ -71,29 +106,34 @@ int ParamGatherer::slot_of(int g) const {
 }
 
 int ParamGatherer::free_slot_for(int g) const {
-  if (g == big_group_) return slots_[0].group < 0 ? 0 : -1;
+  if (g == held_group_) return slots_[0].group < 0 ? 0 : -1;
   for (std::size_t i = 1; i < slots_.size(); ++i)
     if (slots_[i].group < 0) return int(i);
   return -1;
 }
 
-void ParamGatherer::set_fetch(Fetch fetch, std::size_t shard_bytes) {
-  fetch_ = std::move(fetch);
-  for (auto& s : slots_) s.staging = AlignedBuffer(shard_bytes);
-  staging_bytes_ = slots_.size() * round_up(shard_bytes, kDirectIoAlign);
-}
-
 void ParamGatherer::launch_gather(Slot& slot) {
-  const Shard sh = map_.shard(slot.group);
-  const void* src = fetch_ ? static_cast<const void*>(slot.staging.data()) : shard_(slot.group);
-  slot.work = comm_.all_gather(src, slot.mem.data(), sh.count, dtype_);
+  const int g = slot.group;
+  const std::size_t count = map_.group(g).shard_count, bytes = count * dtype_size(place_.working);
+  std::uint8_t* mine = slot.mem.data() + std::size_t(map_.rank()) * bytes;
+  // A device shard is gathered straight from where it lives; a host or NVMe one is first copied up
+  // into this rank's part of the slot and gathered in place.
+  if (place_.groups[g].params_home == Tier::device) {
+    slot.work = comm_.all_gather(shard_[g], slot.mem.data(), count, place_.working);
+    return;
+  }
+  const void* src = place_.groups[g].params_home == Tier::host ? shard_[g] : slot.staging.data();
+  dev_.backend().copy_async(stream_, mine, src, bytes);
+  copied_->record(stream_);
+  copied_->synchronize();  // the collective reads what the copy brought up
+  slot.work = comm_.all_gather(mine, slot.mem.data(), count, place_.working);
 }
 
 void ParamGatherer::start_gather(int g, int s) {
   Slot& slot = slots_[s];
   slot.group = g;
-  if (fetch_) {
-    slot.fetch = fetch_(g, slot.staging.data());
+  if (place_.groups[g].params_home == Tier::nvme) {
+    slot.fetch = nvme_->fetch(g, slot.staging.data());
     slot.fetching = true;
     pending_.push_back({s, acquires_});
     return;
@@ -122,19 +162,18 @@ void ParamGatherer::prefetch_after(int pass, std::size_t pos) {
   std::size_t ahead = 0;
   const auto& tr = trace_[pass];
   for (std::size_t i = pos + 1; i < tr.size(); ++i) {
-    int h = tr[i];
-    if (persistent_[h]) continue;
+    const int h = tr[i];
+    if (!place_.groups[h].params_sharded) continue;
     ahead += map_.group(h).padded;
     if (ahead > prefetch_elems_) break;
     if (slot_of(h) >= 0) continue;
-    int s = free_slot_for(h);
+    const int s = free_slot_for(h);
     if (s < 0) break;  // no free slot: the order is sequential, so stop at the first that does not fit
     start_gather(h, s);
   }
 }
 
-CView ParamGatherer::acquire(int g, Pass pass) {
-  const int p = pass == Pass::forward ? 0 : 1;
+void ParamGatherer::trace(int p, int g) {
   auto& tr = trace_[p];
   if (!traced_[p]) {
     if (!tr.empty() && tr.front() == g)
@@ -142,13 +181,17 @@ CView ParamGatherer::acquire(int g, Pass pass) {
     else
       tr.push_back(g);
   }
-  if (traced_[p]) {
-    if (tr.front() == g)
-      pos_[p] = 0;
-    else if (pos_[p] + 1 < tr.size() && tr[pos_[p] + 1] == g)
-      ++pos_[p];
-  }
-  if (persistent_[g]) return {};  // the engine answers for persistent groups
+  if (!traced_[p]) return;
+  if (tr.front() == g)
+    pos_[p] = 0;
+  else if (pos_[p] + 1 < tr.size() && tr[pos_[p] + 1] == g)
+    ++pos_[p];
+}
+
+CView ParamGatherer::acquire(int g, Pass pass) {
+  const int p = pass == Pass::forward ? 0 : 1;
+  trace(p, g);
+  if (!place_.groups[g].params_sharded) return {};  // whole on the device: traced, never gathered
   int s = slot_of(g);
   if (s < 0) {
     s = free_slot_for(g);
@@ -162,24 +205,21 @@ CView ParamGatherer::acquire(int g, Pass pass) {
   launch_in_order(-1);  // gathers of shards whose reads earlier acquires started
   ++acquires_;
   if (slot.work) {
-    slot.work->wait();
+    slot.work->wait(stream_);  // the model's next kernel on the stream reads the gathered group
     slot.work.reset();
   }
   slot.held = true;
-  return {slot.mem.data(), dtype_};
+  return {slot.mem.data(), place_.working};
 }
 
 void ParamGatherer::release(int g, Pass) {
-  if (persistent_[g]) return;
-  int s = slot_of(g);
+  if (!place_.groups[g].params_sharded) return;
+  const int s = slot_of(g);
   TZ_CHECK(s >= 0 && slots_[s].held, "stage 3: release of group ", g, " that is not gathered");
+  // The slot is free for the next gather; the CPU stream has finished reading it. (On a GPU the next
+  // gather into it must wait for an event recorded here.)
   slots_[s].held = false;
   slots_[s].group = -1;
-}
-
-void ParamGatherer::progress() {
-  for (auto& s : slots_)
-    if (s.work && s.work->test()) s.work.reset();
 }
 
 }  // namespace tz

@@ -1,67 +1,72 @@
-// Stage 3 parameter gathering: a group's full working params are all-gathered from every rank's
-// shard into a slot when the model acquires it, and the slot is freed on release. The order in which
-// the model acquires groups is recorded on the first pass of each kind, and later passes prefetch the
-// next groups (up to stage3_prefetch_bucket_size elements, within stage3_max_live_parameters) while
-// the current one computes.
+// Stage 3 parameter gathering: a sharded group's full working params are all-gathered from every
+// rank's shard into a slot when the model acquires it, and the slot is freed on release. A shard that
+// lives on the host tier is first copied up into this rank's part of the slot; one on NVMe is first
+// read into pinned staging. The order in which the model acquires groups is recorded on the first pass
+// of each kind, and later passes prefetch the next groups (up to stage3_prefetch_bucket_size elements,
+// within stage3_max_live_parameters) while the current one computes.
 #pragma once
 
 #include <deque>
-#include <functional>
 #include <memory>
 #include <span>
 #include <vector>
 
 #include "comm/communicator.h"
 #include "core/backend.h"
+#include "core/buffer_plan.h"
 #include "core/device.h"
 #include "model/param_provider.h"
-#include "offload/aligned_buffer.h"
-#include "offload/uring_file.h"
+#include "zero/param_swapper.h"
+#include "zero/placement.h"
 #include "zero/shard_map.h"
 
 namespace tz {
 
+struct GatherPlan {
+  int held_group = -1;            // the group held through a whole pass (the embedding), if it is sharded
+  std::size_t held_elems = 0;     // its slot
+  std::size_t slot_elems = 0;     // each slot for the other sharded groups
+  int slots = 0;                  // how many of those
+  std::size_t staging_bytes = 0;  // per slot: pinned staging of an NVMe-resident shard (0: none)
+  bool any() const { return held_elems + slot_elems > 0; }
+};
+
+GatherPlan plan_gathers(const ShardMap& map, const Placement& place, const ZeroOptions& zero);
+
 class ParamGatherer {
  public:
-  // shard(g): this rank's shard of group g's working params (dtype). Groups with persistent[g] are
-  // never gathered (the engine keeps them whole). held_group is the group the model keeps acquired
-  // through a whole pass (the embedding, tied to the LM head); it gets a slot of its own.
-  ParamGatherer(Device& dev, Communicator& comm, const ShardMap& map, DType dtype,
-                std::function<const void*(int)> shard, std::vector<bool> persistent, int held_group,
-                std::size_t prefetch_elems, std::size_t max_live_elems);
+  // shard(g): where this rank's shard of sharded group g lives (device or host memory; null on NVMe,
+  // where `nvme` reads it). The slots ("gathered parameters ...") and NVMe staging come from `planned`.
+  ParamGatherer(Device& dev, Stream& stream, Communicator& comm, const ShardMap& map, const Placement& place,
+                const GatherPlan& plan, std::vector<const void*> shard, ParamSwapper* nvme,
+                std::size_t prefetch_elems, PlannedBuffers& planned);
   ~ParamGatherer();
 
-  // ZeRO-Infinity: shards that live on NVMe are first read into a host staging buffer of the slot
-  // (fetch starts the read of group g's shard into dst), then all-gathered from there; prefetching a
-  // group starts both ahead of its use. shard_bytes: the largest shard's staging size.
-  using Fetch = std::function<IoHandle(int g, void* dst)>;
-  void set_fetch(Fetch fetch, std::size_t shard_bytes);
+  static std::vector<BufferSpec> buffers(const GatherPlan& plan, DType dtype);
 
+  // Every group's acquire is traced (the prefetch order); a group that is not sharded returns {}.
   CView acquire(int g, Pass pass);
   void release(int g, Pass pass);
-  void progress();
 
-  std::size_t slot_bytes() const { return slot_bytes_; }
-  std::size_t staging_bytes() const { return staging_bytes_; }  // host staging of NVMe fetches
-  // Seconds acquire spent blocked on NVMe reads of shards (the rest of their time was hidden).
-  double fetch_wait_seconds() const { return fetch_wait_; }
-  void reset_fetch_wait() { fetch_wait_ = 0; }
+  // The NVMe fetch staging (to register with io_uring).
   std::vector<std::span<std::byte>> staging_regions() {
     std::vector<std::span<std::byte>> r;
     for (auto& s : slots_)
-      if (!s.staging.empty()) r.emplace_back(s.staging.data(), s.staging.bytes());
+      if (!s.staging.empty())
+        r.emplace_back(reinterpret_cast<std::byte*>(s.staging.data()), s.staging.bytes());
     return r;
   }
-  int small_slots() const { return int(slots_.size()) - 1; }
+  // Seconds acquire spent blocked on NVMe reads of shards (the rest of their time was hidden).
+  double fetch_wait_seconds() const { return fetch_wait_; }
+  void reset_fetch_wait() { fetch_wait_ = 0; }
 
  private:
   struct Slot {
     Buffer<std::uint8_t> mem;
-    std::size_t elems = 0;
     int group = -1;
     bool held = false;
     std::unique_ptr<Work> work;
-    AlignedBuffer staging;  // NVMe-resident shards land here before the gather
+    Buffer<std::uint8_t> staging;  // NVMe-resident shards land here before going up
     IoHandle fetch;
     bool fetching = false;
   };
@@ -75,21 +80,22 @@ class ParamGatherer {
   int free_slot_for(int g) const;
   void start_gather(int g, int slot);
   void prefetch_after(int pass, std::size_t pos);
+  void trace(int pass, int g);
 
   Device& dev_;
+  Stream& stream_;
   Communicator& comm_;
   const ShardMap& map_;
-  DType dtype_;
-  std::function<const void*(int)> shard_;
-  std::vector<bool> persistent_;
+  const Placement& place_;
+  std::vector<const void*> shard_;
+  ParamSwapper* nvme_;
   std::size_t prefetch_elems_;
-  int big_group_ = -1;         // the held group, in slot 0 (-1 if it is persistent)
+  int held_group_ = -1;
   std::vector<Slot> slots_;    // [0]: the held group's slot; [1..]: slots for every other group
   std::vector<int> trace_[2];  // acquire order per pass kind
   bool traced_[2] = {false, false};
   std::size_t pos_[2] = {0, 0};
-  std::size_t slot_bytes_ = 0, staging_bytes_ = 0;
-  Fetch fetch_;
+  std::unique_ptr<Event> copied_;
   struct Pending {
     int slot;
     std::size_t started_at;  // acquire count when its read started

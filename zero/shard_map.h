@@ -24,6 +24,7 @@ struct GroupShards {
 
 class ShardMap {
  public:
+  ShardMap() = default;  // no groups, a world of one
   ShardMap(const ParamLayout& layout, int world, int rank);
 
   int world() const { return world_; }
@@ -37,7 +38,7 @@ class ShardMap {
   std::size_t total_shard() const;
 
  private:
-  int world_, rank_;
+  int world_ = 1, rank_ = 0;
   std::vector<GroupShards> groups_;
 };
 

@@ -6,7 +6,6 @@
 #include <string>
 #include <vector>
 
-#include "offload/uring_file.h"
 
 namespace tz {
 
@@ -55,8 +54,10 @@ struct OffloadOptions {
   std::vector<std::string> nvme_paths;
   std::size_t host_mem = static_cast<std::size_t>(-1);  // budget of the host tier (bytes)
   std::size_t nvme_mem = static_cast<std::size_t>(-1);  // budget of the nvme tier (bytes)
-  bool pin_memory = false;                              // pin host buffers (mlock on the cpu backend)
-  bool allow_unpinned = false;                          // fall back to pageable memory when pinning fails
+  // The host tier is always locked where RLIMIT_MEMLOCK allows; pin_memory makes a refused lock an
+  // error unless allow_unpinned (DeepSpeed's pin_memory).
+  bool pin_memory = false;
+  bool allow_unpinned = false;
   int buffer_count = 4;                                 // staging buffers in the NVMe swap ring
   std::size_t sub_group_size = 1'000'000'000;           // optimizer elements per pipeline stage
   std::size_t aio_block_size = 1 << 20;
@@ -65,8 +66,6 @@ struct OffloadOptions {
   // lives on the host tier; the rest stays on the device (DeepSpeed's offload_optimizer.ratio, here
   // settable per class). Whole flat groups move, in group order, until the share is reached.
   double host_ratio_master = 1.0, host_ratio_m = 1.0, host_ratio_v = 1.0;
-  // Test seam: rewrites the NVMe store's I/O completion results (inject -EIO, short reads, -EAGAIN).
-  CompletionFilter nvme_completion_filter;
 };
 
 }  // namespace tz

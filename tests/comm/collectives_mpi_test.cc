@@ -1,5 +1,6 @@
-// The MPI communicator at 1-4 ranks: every collective in fp32, bf16 and fp16 on inputs whose exact
-// result is known (nccl-tests' verifiable style), in-place variants, overlap, and the statistics.
+// The MPI communicator at 1-4 ranks: every collective in fp32, bf16 and fp16 (and fp64 where the
+// engine uses it) on inputs whose exact result is known (nccl-tests' verifiable style), NCCL's in-place
+// conventions, progress without the caller, the statistics, and the deadline that fails a communicator.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -9,9 +10,11 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "comm/mpi_comm.h"
+#include "core/device.h"
 #include "core/dtype.h"
 #include "core/error.h"
 
@@ -101,15 +104,41 @@ TYPED_TEST(Collectives, ReduceScatterOutOfPlaceSumsEachRanksSliceExactly) {
   }
 }
 
-TYPED_TEST(Collectives, ReduceScatterInPlaceLeavesTheResultInTheFirstCountElements) {
-  const int r = this->r, n = this->n;
+// In-place reduce-scatter by NCCL's convention (recv == send + rank * count), also in fp64: the
+// sums are small integers, exact in every dtype.
+template <typename T>
+T from_f(float v) {
+  if constexpr (std::is_same_v<T, double>)
+    return double(v);
+  else
+    return from_float<T>(v);
+}
+template <typename T>
+float to_f(T x) {
+  if constexpr (std::is_same_v<T, double>)
+    return float(x);
+  else
+    return to_float(x);
+}
+
+template <typename T>
+class InPlaceReduceScatter : public ::testing::Test {};
+using InPlaceDTypes = ::testing::Types<float, bf16, fp16, double>;
+TYPED_TEST_SUITE(InPlaceReduceScatter, InPlaceDTypes, DTypeNames);
+
+TYPED_TEST(InPlaceReduceScatter, LeavesTheSumInThisRanksSliceOfTheBuffer) {
+  auto comm = world();
+  const int r = comm->rank(), n = comm->size();
   for (std::size_t c : kCounts) {
-    std::vector<TypeParam> buf = filled<TypeParam>(c * n + kGuard, kSentinel);
-    for (std::size_t j = 0; j < c * n; ++j) buf[j] = from_float<TypeParam>(sum_input(r, j));
-    this->comm->reduce_scatter(buf.data(), buf.data(), c, this->dt)->wait();
-    EXPECT_TRUE(exact("in-place reduce_scatter count " + std::to_string(c), buf, 0, c,
-                      [&](std::size_t k) { return sum_result(n, r * c + k); }));
-    EXPECT_TRUE(guard_intact(buf, c * n));
+    std::vector<TypeParam> buf(c * n + kGuard, from_f<TypeParam>(kSentinel));
+    for (std::size_t j = 0; j < c * n; ++j) buf[j] = from_f<TypeParam>(sum_input(r, j));
+    comm->reduce_scatter(buf.data(), buf.data() + r * c, c, dtype_of<TypeParam>())->wait();
+    std::size_t bad = 0, first = 0;
+    for (std::size_t k = 0; k < c; ++k)
+      if (to_f(buf[r * c + k]) != sum_result(n, r * c + k) && bad++ == 0) first = k;
+    EXPECT_EQ(bad, 0u) << "count " << c << ": first wrong at slice element " << first << ": got "
+                       << to_f(buf[r * c + first]) << ", want " << sum_result(n, r * c + first);
+    for (std::size_t j = c * n; j < buf.size(); ++j) EXPECT_EQ(to_f(buf[j]), kSentinel) << "guard " << j;
   }
 }
 
@@ -248,7 +277,7 @@ TYPED_TEST(Collectives, StatsCountElementsAndBytesByTheBusBandwidthConvention) {
   comm.broadcast(small.data(), c, dt, 0)->wait();
   comm.barrier()->wait();
 
-  const CommStats& s = comm.stats();
+  const CommStats s = comm.stats();
   auto idx = [](Collective k) { return int(k); };
   // A message of M elements: reduce-scatter and all-gather send (N-1)/N x M per rank (M = N x c),
   // all-reduce 2(N-1)/N x M (M = c, twice: sum and max), broadcast M from the root only.
@@ -270,17 +299,23 @@ TYPED_TEST(Collectives, StatsCountElementsAndBytesByTheBusBandwidthConvention) {
   EXPECT_DOUBLE_EQ(s.bytes_sent[idx(Collective::broadcast)], bc * es);
   EXPECT_DOUBLE_EQ(s.bytes_sent[idx(Collective::barrier)], 0.0);
   for (int k = 0; k < kNumCollectives; ++k) {
-    EXPECT_GT(s.wait_seconds[k], 0.0) << collective_name(Collective(k)) << " was waited on";
+    // Every collective took some time from call to completion; whether the host blocked for it depends
+    // on whether it was done before wait() was reached.
+    EXPECT_GT(s.busy_seconds[k], 0.0) << collective_name(Collective(k));
+    EXPECT_LT(s.busy_seconds[k], 10.0) << collective_name(Collective(k));
+    EXPECT_GE(s.wait_seconds[k], 0.0) << collective_name(Collective(k));
     EXPECT_LT(s.wait_seconds[k], 10.0) << collective_name(Collective(k));
   }
-  comm.stats().reset();
+  comm.reset_stats();
   EXPECT_EQ(comm.stats().calls[idx(Collective::all_reduce)], 0);
   EXPECT_EQ(comm.stats().wait_seconds[idx(Collective::all_reduce)], 0.0);
+  EXPECT_EQ(comm.stats().busy_seconds[idx(Collective::all_reduce)], 0.0);
 }
 
 TEST(MpiCommunicator, NamesTheGroupAndMatchesMpisRankAndSize) {
   auto comm = world();
   int rank = -1, size = -1;
+  // Direct MPI calls are allowed here: nothing is in flight on any communicator.
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
   EXPECT_EQ(comm->rank(), rank);
@@ -303,19 +338,79 @@ TEST(MpiCommunicator, BarrierWaitsForTheLastRankToJoin) {
   }
 }
 
-TEST(MpiCommunicator, TestCompletesAWorkWithoutWaitAndZeroCountsAreFine) {
+TEST(MpiCommunicator, ACollectiveCompletesWhileTheCallerOnlySleeps) {
+  // The progress thread advances it: the caller makes no comm call but done() until it is over.
   auto comm = world();
-  std::vector<float> buf(100, float(comm->rank() + 1));
+  const int n = comm->size();
+  std::vector<float> buf(4097, float(comm->rank() + 1));
   auto w = comm->all_reduce(buf.data(), buf.size(), DType::f32);
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!w->test())
-    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "test() never reported completion";
-  EXPECT_TRUE(w->test());
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!w->done()) {
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << "the all_reduce made no progress without wait()";
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  EXPECT_TRUE(exact("all_reduce done without wait", buf, 0, buf.size(),
+                    [&](std::size_t) { return float(n * (n + 1) / 2); }));
+  EXPECT_EQ(comm->stats().wait_seconds[int(Collective::all_reduce)], 0.0) << "nothing blocked in wait()";
   w->wait();  // already complete: returns at once
-  EXPECT_EQ(buf[99], float(comm->size() * (comm->size() + 1) / 2));
   comm->all_reduce(nullptr, 0, DType::bf16)->wait();
   comm->all_gather(nullptr, nullptr, 0, DType::f16)->wait();
   comm->reduce_scatter(nullptr, nullptr, 0, DType::f32)->wait();
+}
+
+TEST(MpiCommunicator, WaitOnACpuStreamCompletesTheCollective) {
+  auto comm = world();
+  const int n = comm->size();
+  auto device = make_cpu_device();
+  auto stream = device->create_stream();
+  std::vector<float> buf(1000, float(comm->rank() + 1));
+  auto w = comm->all_reduce(buf.data(), buf.size(), DType::f32);
+  w->wait(*stream);  // the CPU stream's next operation runs on this thread: it must see the result
+  EXPECT_TRUE(w->done());
+  EXPECT_TRUE(exact("all_reduce after wait(stream)", buf, 0, buf.size(),
+                    [&](std::size_t) { return float(n * (n + 1) / 2); }));
+}
+
+TEST(MpiCommunicator, BusyTimeRunsFromCallToCompletionAndCoversTheWait) {
+  auto comm = world();
+  const int r = comm->rank(), n = comm->size();
+  comm->barrier()->wait();
+  comm->reset_stats();
+  // Rank 0 calls first and the others 100 ms later; every rank computes (sleeps) 20 ms between its
+  // call and its wait, so rank 0 blocks ~80 ms of the ~100 ms its barrier is busy.
+  if (r != 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  auto w = comm->barrier();
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  w->wait();
+  const CommStats s = comm->stats();
+  const double busy = s.busy_seconds[int(Collective::barrier)],
+               wait = s.wait_seconds[int(Collective::barrier)];
+  EXPECT_GT(busy, 0.0);
+  EXPECT_GE(busy, wait) << "the host cannot block on a collective longer than it is in flight";
+  if (r == 0 && n > 1) {
+    EXPECT_GE(busy, 0.09) << "busy time counts from the call, not from the wait";
+    EXPECT_GE(wait, 0.05);
+    EXPECT_LE(wait, busy - 0.01) << "the 20 ms computed after the call are hidden, not waited";
+  }
+}
+
+TEST(MpiCommunicator, AScalarFp64AllReduceIsExactAndItsMaxSpreadsANaN) {
+  // How the engine reduces the loss and the gradient norm: one fp64 element, in place.
+  auto comm = world();
+  const int r = comm->rank(), n = comm->size();
+  // 2^-40 steps survive only in fp64 (an fp32 path would round them away near 1..4).
+  const double step = std::ldexp(1.0, -40);
+  double loss = 1.0 + step * (r + 1);
+  comm->all_reduce(&loss, 1, DType::f64)->wait();
+  EXPECT_EQ(loss, double(n) + step * (n * (n + 1) / 2));
+  double norm = 1.0 + step * r;
+  comm->all_reduce(&norm, 1, DType::f64, ReduceOp::max)->wait();
+  EXPECT_EQ(norm, 1.0 + step * (n - 1));
+  for (int nan_rank : {0, n - 1}) {
+    double x = r == nan_rank ? std::numeric_limits<double>::quiet_NaN() : 1e300 * (r + 1);
+    comm->all_reduce(&x, 1, DType::f64, ReduceOp::max)->wait();
+    EXPECT_TRUE(std::isnan(x)) << "NaN on rank " << nan_rank << " did not reach rank " << r << ": " << x;
+  }
 }
 
 TEST(MpiCommunicator, DestroyingAnUnfinishedWorkWaitsForIt) {
@@ -327,18 +422,90 @@ TEST(MpiCommunicator, DestroyingAnUnfinishedWorkWaitsForIt) {
 }
 
 TEST(MpiCommunicator, RejectsABadRootAndOverlappingBuffersBeforeStarting) {
-  // Every rank fails the same check before calling MPI, so no rank is left inside a collective.
+  // Every rank fails the same check before anything is queued, so no rank is left inside a collective.
   auto comm = world();
-  const int n = comm->size();
+  const int r = comm->rank(), n = comm->size();
   std::vector<float> buf(8 * n + 8);
   EXPECT_THROW(comm->broadcast(buf.data(), 4, DType::f32, n), Error);
   EXPECT_THROW(comm->broadcast(buf.data(), 4, DType::f32, -1), Error);
-  EXPECT_THROW(comm->reduce_scatter(buf.data(), buf.data() + 1, 4, DType::f32), Error);
+  // recv overlaps send one element past this rank's slice: neither separate nor in place.
+  EXPECT_THROW(comm->reduce_scatter(buf.data(), buf.data() + 4 * r + 1, 4, DType::f32), Error);
   if (n > 1) {
-    EXPECT_THROW(comm->all_gather(buf.data() + 1, buf.data(), 4, DType::f32), Error);
+    EXPECT_THROW(comm->all_gather(buf.data() + 4 * r + 1, buf.data(), 4, DType::f32), Error);
   }
   EXPECT_EQ(comm->stats().calls[int(Collective::broadcast)], 0);
+  EXPECT_EQ(comm->stats().calls[int(Collective::reduce_scatter)], 0);
   comm->barrier()->wait();  // and the ranks are still in step
+}
+
+TEST(MpiCommunicator, AMissedDeadlineFailsEveryWorkAndLaterCallWithOneMessage) {
+  auto comm = world();
+  const int n = comm->size();
+  if (n < 2) GTEST_SKIP() << "needs a rank that does not join";
+  comm->barrier()->wait();  // collective #1
+  if (comm->rank() == 0) {
+    comm->set_timeout(std::chrono::milliseconds(300));
+    // Rank 0 alone joins two broadcasts from rank 1, which never sends them. A non-root only posts
+    // receives, so nothing rank 0 sends can be matched by a later communicator. MPI may still write
+    // the buffers after the failure: they outlive the test.
+    static double never[2][4];
+    const auto t0 = std::chrono::steady_clock::now();
+    auto first = comm->broadcast(never[0], 4, DType::f64, 1);   // #2
+    auto second = comm->broadcast(never[1], 4, DType::f64, 1);  // #3
+    std::string message;
+    try {
+      second->wait();
+      ADD_FAILURE() << "a broadcast nobody sent completed";
+    } catch (const Error& e) {
+      message = e.what();
+    }
+    const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    // One deadline for the stuck job, not one per collective in flight.
+    EXPECT_GE(waited, 0.29);
+    EXPECT_LT(waited, 1.5);
+    const std::string group = "MPI_COMM_WORLD (" + std::to_string(n) + " ranks)";
+    EXPECT_NE(message.find("broadcast #2 of 4 fp64 elements from root 1 on " + group + " has not completed"),
+              std::string::npos)
+        << message;
+    EXPECT_NE(message.find("with 1 other collective in flight"), std::string::npos) << message;
+    EXPECT_TRUE(first->done());
+    EXPECT_TRUE(second->done());
+    try {
+      first->wait();
+      ADD_FAILURE() << "the oldest collective completed";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), message) << "every wait throws the one message";
+    }
+    try {
+      comm->barrier();
+      ADD_FAILURE() << "a failed communicator started a collective";
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), message);
+    }
+    // The error was handed over, so the watchdog does not end the job once its grace period (300 ms)
+    // is over; and destroying the failed Works and communicator says nothing more.
+    std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    ::testing::internal::CaptureStderr();
+    first.reset();
+    second.reset();
+    comm.reset();
+    EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  }
+  world()->barrier()->wait();  // every rank is still in step on a new communicator
+}
+
+TEST(SelfComm, InPlaceIsANoOpAndOverlapIsRefused) {
+  auto self = make_self_comm();
+  std::vector<float> buf = {1, 2, 3, 4};
+  self->reduce_scatter(buf.data(), buf.data(), 4, DType::f32)->wait();  // in place for rank 0
+  self->all_gather(buf.data(), buf.data(), 4, DType::f32)->wait();
+  EXPECT_EQ(buf, (std::vector<float>{1, 2, 3, 4}));
+  std::vector<float> out(2);
+  auto w = self->reduce_scatter(buf.data() + 1, out.data(), 2, DType::f32);
+  EXPECT_TRUE(w->done());
+  EXPECT_EQ(out, (std::vector<float>{2, 3}));
+  EXPECT_THROW(self->reduce_scatter(buf.data(), buf.data() + 1, 2, DType::f32), Error);
+  EXPECT_EQ(self->stats().calls[int(Collective::reduce_scatter)], 2);
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "tests/common/compare.h"
 #include "tests/common/random.h"
+#include "tests/common/stream.h"
 
 namespace tz {
 namespace {
@@ -94,7 +95,7 @@ void check_adamw(DType working_type, bool with_working) {
     s.grad_scale = step % 2 ? 1.0f : 0.5f;
     std::vector<float> g = rng.floats(n, -1, 1);
     for (std::size_t i = 3; i < n; i += 11) g[i] *= 1e-4f;  // small gradients: eps and vhat matter
-    be->adamw(p.data(), m.data(), v.data(), g.data(), n, s, with_working ? working.data() : nullptr,
+    be->adamw(test::cpu_stream(), p.data(), m.data(), v.data(), g.data(), n, s, with_working ? working.data() : nullptr,
               working_type);
     ref.step(g, s);
 
@@ -135,7 +136,7 @@ TEST(AdamW, AnIntegerWorkingDtypeIsAnError) {
   std::vector<std::int32_t> w(4);
   AdamStep s;
   s.lr = 1e-3f;
-  EXPECT_THROW(be->adamw(p.data(), m.data(), v.data(), g.data(), 4, s, w.data(), DType::i32), Error);
+  EXPECT_THROW(be->adamw(test::cpu_stream(), p.data(), m.data(), v.data(), g.data(), 4, s, w.data(), DType::i32), Error);
 }
 
 }  // namespace

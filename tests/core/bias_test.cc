@@ -10,6 +10,7 @@
 #include "tests/common/finite_diff.h"
 #include "tests/common/random.h"
 #include "tests/common/typed_params.h"
+#include "tests/common/stream.h"
 
 namespace tz {
 namespace {
@@ -35,7 +36,7 @@ TEST(AddBias, AddsTheBiasToEveryRowForEachParamDtype) {
     // One fp32 addition is correctly rounded, and rounding the exact double sum to float gives the
     // same result (53 >= 2*24 + 2), so the output must match bitwise.
     std::vector<float> want(sum.begin(), sum.end());
-    be->add_bias(out.data(), bias.view(), kRows, kCols);
+    be->add_bias(test::cpu_stream(), out.data(), bias.view(), kRows, kCols);
     EXPECT_TRUE(test::all_near("out", out, want, 0, 0));
   }
 }
@@ -53,7 +54,7 @@ TEST(BiasBackward, AddsTheFiniteDifferenceGradientToDbias) {
       test::to_double(rng.floats(kCols)));
 
   std::vector<float> dbias = dbias0;
-  be->bias_backward(dbias.data(), dout.data(), kRows, kCols);
+  be->bias_backward(test::cpu_stream(), dbias.data(), dout.data(), kRows, kCols);
   // dbias += sum over rows: an fp32 sum of kRows + 1 terms is within (kRows + 1) * 2^-24 * sum of
   // their magnitudes; the finite differences of this linear function are exact to ~1e-10.
   std::vector<double> want(kCols), tol(kCols);

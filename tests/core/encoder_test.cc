@@ -11,6 +11,7 @@
 #include "tests/common/finite_diff.h"
 #include "tests/common/random.h"
 #include "tests/common/typed_params.h"
+#include "tests/common/stream.h"
 
 namespace tz {
 namespace {
@@ -42,7 +43,7 @@ TEST(Encoder, ForwardAddsTokenAndPositionEmbeddingsForEachParamDtype) {
     const auto tokens = make_tokens(rng);
     test::TypedParams wte(rng.floats(std::size_t(kVocab) * C), dt), wpe(rng.floats(std::size_t(T) * C), dt);
     std::vector<float> out(std::size_t(B) * T * C, NAN);
-    be->encoder_forward(out.data(), tokens.data(), wte.view(), wpe.view(), B, T, C);
+    be->encoder_forward(test::cpu_stream(), out.data(), tokens.data(), wte.view(), wpe.view(), B, T, C);
     // One fp32 addition of the two stored values: bitwise equal to the double sum rounded to float.
     const auto sum = encoder_ref(tokens, wte.values(), wpe.values());
     EXPECT_TRUE(test::all_near("out", out, std::vector<float>(sum.begin(), sum.end()), 0, 0));
@@ -65,7 +66,7 @@ TEST(Encoder, BackwardAccumulatesTheFiniteDifferenceGradientIntoDwteAndDwpe) {
       [&](const std::vector<double>& x) { return test::dot(w, encoder_ref(tokens, wte, x)); }, wpe);
 
   std::vector<float> dwte = dwte0, dwpe = dwpe0;
-  be->encoder_backward(dwte.data(), dwpe.data(), dout.data(), tokens.data(), B, T, C);
+  be->encoder_backward(test::cpu_stream(), dwte.data(), dwpe.data(), dout.data(), tokens.data(), B, T, C);
 
   // Each gradient element is an fp32 sum of at most B*T + 1 terms of magnitude <= 1: within
   // (B*T + 1) * 2^-24 * (B*T + 1) < 1e-5; the finite differences of a linear function are exact to ~1e-10.

@@ -10,6 +10,7 @@
 #include "tests/common/compare.h"
 #include "tests/common/finite_diff.h"
 #include "tests/common/random.h"
+#include "tests/common/stream.h"
 
 namespace tz {
 namespace {
@@ -36,7 +37,7 @@ TEST(Gelu, ForwardMatchesTheTanhApproximationInDouble) {
   auto be = make_cpu_backend();
   const std::vector<float> x = gelu_inputs();
   std::vector<float> out(x.size(), NAN);
-  be->gelu_forward(out.data(), x.data(), x.size());
+  be->gelu_forward(test::cpu_stream(), out.data(), x.data(), x.size());
   // About ten fp32 roundings (tanhf within 2 ulp) on values of size |x|; 1 - tanh cancels for
   // negative x, leaving an absolute error of a few ulp of |x|: 2e-6 * max(1, |x|) is ~10x that.
   std::vector<double> want(x.size()), tol(x.size());
@@ -62,7 +63,7 @@ TEST(Gelu, BackwardWritesDoutTimesTheFiniteDifferenceDerivative) {
       },
       test::to_double(x), 1e-4);
   std::vector<float> dinp(x.size(), NAN);  // written, not accumulated: NaN must be overwritten
-  be->gelu_backward(dinp.data(), x.data(), dout.data(), x.size());
+  be->gelu_backward(test::cpu_stream(), dinp.data(), x.data(), dout.data(), x.size());
   // gelu' is O(1) (at most ~1.13) and computed with ~15 fp32 roundings; h = 1e-4 on |x| <= 3e5
   // keeps the finite-difference error below 1e-7 (its truncation term h^2 gelu''' / 6 is ~1e-9 and
   // cancellation ~1e-16 * |L| / h with |L| <= 1e5 is 1e-7). A wrong constant in gelu' is off by > 1e-3.

@@ -12,6 +12,7 @@
 #include "tests/common/compare.h"
 #include "tests/common/random.h"
 #include "tests/common/typed_params.h"
+#include "tests/common/stream.h"
 
 namespace tz {
 namespace {
@@ -39,7 +40,7 @@ void check_gemm(Backend& be, Shape s, Trans ta, Trans tb, DType dtype, Accumulat
   std::vector<float> C = C0;
   // Without Accumulate, C's old contents must not be read: NaN would poison the result.
   if (acc == Accumulate::no) std::fill(C.begin(), C.end(), std::numeric_limits<float>::quiet_NaN());
-  be.gemm(ta, tb, M, N, K, A.view(), B.view(), C.data(), acc);
+  be.gemm(test::cpu_stream(), ta, tb, M, N, K, A.view(), B.view(), C.data(), acc);
 
   const auto& a = A.values();
   const auto& b = B.values();
@@ -123,10 +124,10 @@ TEST(Gemm, MixedInputDtypesAndEmptyShapesAreErrors) {
   std::vector<float> a(4), c(4);
   std::vector<bf16> b(4);
   EXPECT_THROW(
-      be->gemm(Trans::no, Trans::no, 2, 2, 2, cview(a.data()), cview(b.data()), c.data(), Accumulate::no),
+      be->gemm(test::cpu_stream(), Trans::no, Trans::no, 2, 2, 2, cview(a.data()), cview(b.data()), c.data(), Accumulate::no),
       Error);
   EXPECT_THROW(
-      be->gemm(Trans::no, Trans::no, 0, 2, 2, cview(a.data()), cview(a.data()), c.data(), Accumulate::no),
+      be->gemm(test::cpu_stream(), Trans::no, Trans::no, 0, 2, 2, cview(a.data()), cview(a.data()), c.data(), Accumulate::no),
       Error);
 }
 

@@ -10,6 +10,7 @@
 #include "tests/common/finite_diff.h"
 #include "tests/common/random.h"
 #include "tests/common/typed_params.h"
+#include "tests/common/stream.h"
 
 namespace tz {
 namespace {
@@ -72,7 +73,7 @@ TEST(LayerNorm, ForwardMatchesADoubleReferenceForEachParamDtype) {
       const std::vector<float> x = ln_inputs(rng, N, C);
       test::TypedParams w(rng.floats(C, 0.5, 1.5), dt), b(rng.floats(C), dt);
       std::vector<float> out(x.size(), NAN), mean(N, NAN), rstd(N, NAN);
-      be->layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.view(), b.view(), N, C);
+      be->layernorm_forward(test::cpu_stream(), out.data(), mean.data(), rstd.data(), x.data(), w.view(), b.view(), N, C);
       const LnRef ref = layernorm_ref(test::to_double(x), w.values(), b.values(), N, C);
       // Tolerances from the row's kappa (see LnRef): mean within kappa / rstd, rstd within
       // kappa * rstd, and out = xhat * w + b within 2 * kappa * |w| * (1 + |xhat|) plus its own
@@ -110,10 +111,10 @@ TEST(LayerNorm, BackwardAccumulatesTheFiniteDifferenceGradientsForEachParamDtype
     const std::vector<double> xd = test::to_double(x);
 
     std::vector<float> out(x.size()), mean(N), rstd(N);
-    be->layernorm_forward(out.data(), mean.data(), rstd.data(), x.data(), w.view(), b.view(), N, C);
+    be->layernorm_forward(test::cpu_stream(), out.data(), mean.data(), rstd.data(), x.data(), w.view(), b.view(), N, C);
     const std::vector<float> dinp0 = rng.floats(x.size()), dw0 = rng.floats(C), db0 = rng.floats(C);
     std::vector<float> dinp = dinp0, dw = dw0, db = db0;
-    be->layernorm_backward(dinp.data(), dw.data(), db.data(), dout.data(), x.data(), w.view(), mean.data(),
+    be->layernorm_backward(test::cpu_stream(), dinp.data(), dw.data(), db.data(), dout.data(), x.data(), w.view(), mean.data(),
                            rstd.data(), N, C);
 
     // h = 1e-7: the small-variance row has rstd ~ 150, so its third derivative is ~rstd^3 ~ 4e6 and

@@ -18,40 +18,58 @@ constexpr std::size_t KiB = 1024, MiB = 1024 * KiB, GiB = 1024 * MiB, TiB = 1024
 
 using testing::error_message;
 
-TEST(MemoryBudget, ReserveAndReleaseTrackUseAndPeak) {
+TEST(MemoryBudget, AReservationHoldsItsBytesUntilItIsDestroyed) {
   MemoryBudget b("device", 10 * KiB);
   EXPECT_EQ(b.tier(), "device");
   EXPECT_EQ(b.budget(), 10 * KiB);
-  b.reserve(1000, "a");
-  b.reserve(3000, "b");
-  EXPECT_EQ(b.used(), 4000u);
-  EXPECT_EQ(b.peak(), 4000u);
-  b.release(3000);
+  Reservation a = b.reserve(1000, "a");
+  {
+    Reservation r = b.reserve(3000, "b");
+    EXPECT_EQ(r.bytes(), 3000u);
+    EXPECT_EQ(b.used(), 4000u);
+    EXPECT_EQ(b.peak(), 4000u);
+  }
   EXPECT_EQ(b.used(), 1000u);
   EXPECT_EQ(b.peak(), 4000u);
-  b.reserve(500, "c");
+  Reservation c = b.reserve(500, "c");
   EXPECT_EQ(b.used(), 1500u);
-  EXPECT_EQ(b.peak(), 4000u);
   b.reset_peak();
   EXPECT_EQ(b.peak(), 1500u);
-  b.release(1500);
+  a.reset();
+  c = Reservation();  // assigning over a reservation gives its bytes back
+  EXPECT_EQ(b.used(), 0u);
+}
+
+TEST(MemoryBudget, AMovedReservationIsGivenBackOnceByItsNewOwner) {
+  MemoryBudget b("host", 1 * KiB);
+  std::vector<Reservation> held;
+  {
+    Reservation r = b.reserve(100, "r");
+    held.push_back(std::move(r));
+    EXPECT_EQ(r.bytes(), 0u);  // the moved-from reservation holds nothing
+  }
+  EXPECT_EQ(b.used(), 100u);
+  Reservation s = b.reserve(200, "s");
+  held[0] = std::move(s);  // gives back r's 100 bytes, takes over s's 200
+  EXPECT_EQ(b.used(), 200u);
+  held.clear();
   EXPECT_EQ(b.used(), 0u);
 }
 
 TEST(MemoryBudget, ReservingExactlyTheBudgetSucceedsAndOneByteMoreFails) {
   MemoryBudget b("host", 4096);
-  b.reserve(4000, "a");
-  b.reserve(96, "b");
+  Reservation a = b.reserve(4000, "a");
+  Reservation c = b.reserve(96, "b");
   EXPECT_EQ(b.used(), 4096u);
-  EXPECT_THROW(b.reserve(1, "c"), Error);
+  EXPECT_THROW((void)b.reserve(1, "c"), Error);
   EXPECT_EQ(b.used(), 4096u);  // a refused request leaves the accounting unchanged
   EXPECT_EQ(b.peak(), 4096u);
 }
 
 TEST(MemoryBudget, ExceedingTheBudgetNamesTheTierBudgetRequestAndCurrentUse) {
   MemoryBudget b("host", 1 * MiB);
-  b.reserve(512 * KiB, "fp32 master");
-  const std::string msg = error_message([&] { b.reserve(768 * KiB, "adam moments"); });
+  Reservation held = b.reserve(512 * KiB, "fp32 master");
+  const std::string msg = error_message([&] { (void)b.reserve(768 * KiB, "adam moments"); });
   EXPECT_NE(msg.find("host"), std::string::npos) << msg;
   EXPECT_NE(msg.find("1.00 MiB"), std::string::npos) << "budget missing: " << msg;
   EXPECT_NE(msg.find("768.00 KiB"), std::string::npos) << "request missing: " << msg;
@@ -63,7 +81,7 @@ TEST(MemoryBudget, ExceedingTheBudgetNamesTheTierBudgetRequestAndCurrentUse) {
 
 TEST(MemoryBudget, ARequestLargerThanTheWholeBudgetIsRefused) {
   MemoryBudget b("device", 100);
-  const std::string msg = error_message([&] { b.reserve(101, "x"); });
+  const std::string msg = error_message([&] { (void)b.reserve(101, "x"); });
   EXPECT_NE(msg.find("101 B"), std::string::npos) << msg;
   EXPECT_NE(msg.find("100 B"), std::string::npos) << msg;
   EXPECT_EQ(b.used(), 0u);
@@ -71,24 +89,27 @@ TEST(MemoryBudget, ARequestLargerThanTheWholeBudgetIsRefused) {
 
 TEST(MemoryBudget, ARequestThatWouldWrapTheCounterAroundIsRefused) {
   MemoryBudget b("device");  // unlimited
-  b.reserve(10, "a");
-  EXPECT_THROW(b.reserve(kUnlimited - 5, "b"), Error);
+  Reservation a = b.reserve(10, "a");
+  EXPECT_THROW((void)b.reserve(kUnlimited - 5, "b"), Error);
   EXPECT_EQ(b.used(), 10u);
 }
 
 TEST(MemoryBudget, ConcurrentReservesAndReleasesAreNotLost) {
   MemoryBudget b("device", 1 * GiB);
+  std::vector<std::vector<Reservation>> kept(4);
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t)
-    threads.emplace_back([&] {
+    threads.emplace_back([&, t] {
       for (int i = 0; i < 20000; ++i) {
-        b.reserve(3, "x");
-        if (i % 2) b.release(3);
+        Reservation r = b.reserve(3, "x");
+        if (i % 2 == 0) kept[t].push_back(std::move(r));
       }
     });
   for (auto& t : threads) t.join();
   EXPECT_EQ(b.used(), 4u * 10000 * 3);
   EXPECT_GE(b.peak(), b.used());
+  kept.clear();
+  EXPECT_EQ(b.used(), 0u);
 }
 
 TEST(FormatBytes, UsesBinaryUnitsWithTwoDecimals) {

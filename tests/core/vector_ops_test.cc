@@ -1,6 +1,7 @@
 // Tests the cpu backend's vector ops: cast between every pair of fp32/bf16/fp16 against the double
-// reference rounding, and fill, axpy, add, sum_squares, has_non_finite against scalar references.
+// reference rounding, and fill, axpy, add, sum, sum_squares, check_finite against scalar references.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include "tests/common/compare.h"
 #include "tests/common/random.h"
 #include "tests/common/reference_rounding.h"
+#include "tests/common/stream.h"
 
 namespace tz {
 namespace {
@@ -82,7 +84,7 @@ TEST(Cast, EveryPairOfFloatTypesRoundsToNearestEvenAndKeepsNaNInfAndSignedZero) 
     for (DType dt : kFloatTypes) {
       SCOPED_TRACE(testing::Message() << dtype_name(st) << " -> " << dtype_name(dt));
       Raw dst(dt, src.size());
-      be->cast(dst.bytes.data(), dt, src.bytes.data(), st, src.size());
+      be->cast(test::cpu_stream(), dst.bytes.data(), dt, src.bytes.data(), st, src.size());
       std::size_t bad = 0;
       for (std::size_t i = 0; i < src.size(); ++i) {
         const double x = src.value(i), want = round_to(dt, x), got = dst.value(i);
@@ -101,7 +103,7 @@ TEST(Cast, SameTypeCastsCopyEveryNonNaNPatternBitwise) {
   for (DType t : {DType::bf16, DType::f16}) {
     const Raw src = cast_source(t);
     Raw dst(t, src.size());
-    be->cast(dst.bytes.data(), t, src.bytes.data(), t, src.size());
+    be->cast(test::cpu_stream(), dst.bytes.data(), t, src.bytes.data(), t, src.size());
     for (std::size_t i = 0; i < src.size(); ++i)
       if (!std::isnan(src.value(i)))
         ASSERT_EQ(std::memcmp(&src.bytes[2 * i], &dst.bytes[2 * i], 2), 0)
@@ -113,15 +115,15 @@ TEST(Cast, IntegerTypesAreRejected) {
   auto be = make_cpu_backend();
   std::vector<float> f(4);
   std::vector<std::int32_t> i(4);
-  EXPECT_THROW(be->cast(i.data(), DType::i32, f.data(), DType::f32, 4), Error);
-  EXPECT_THROW(be->cast(f.data(), DType::f32, i.data(), DType::i32, 4), Error);
+  EXPECT_THROW(be->cast(test::cpu_stream(), i.data(), DType::i32, f.data(), DType::f32, 4), Error);
+  EXPECT_THROW(be->cast(test::cpu_stream(), f.data(), DType::f32, i.data(), DType::i32, 4), Error);
 }
 
 TEST(Fill, WritesTheValueToEveryElementAndNoFurther) {
   auto be = make_cpu_backend();
   for (float value : {0.0f, -0.0f, 3.25f, kNaN}) {
     std::vector<float> x(1003 + 1, 7.0f);
-    be->fill(x.data(), value, 1003);
+    be->fill(test::cpu_stream(), x.data(), value, 1003);
     for (std::size_t i = 0; i < 1003; ++i)
       ASSERT_EQ(std::memcmp(&x[i], &value, 4), 0) << "value " << value << " element " << i;
     EXPECT_EQ(x[1003], 7.0f);  // one past the end is untouched
@@ -135,7 +137,7 @@ TEST(Axpy, AddsAlphaTimesXToY) {
   const std::vector<float> x = rng.floats(n, -10, 10), y0 = rng.floats(n, -10, 10);
   for (float alpha : {0.37f, -2.5f, 0.0f}) {
     std::vector<float> y = y0;
-    be->axpy(y.data(), alpha, x.data(), n);
+    be->axpy(test::cpu_stream(), y.data(), alpha, x.data(), n);
     // One multiply and one add (or one fused multiply-add): within 2^-23 (|y| + |alpha x|).
     std::vector<double> want(n), tol(n);
     for (std::size_t i = 0; i < n; ++i) {
@@ -155,12 +157,20 @@ TEST(Add, IsTheCorrectlyRoundedSum) {
   b[6] = a[6] * 1e-9f;       // far smaller addend
   a[7] = kInf, b[7] = 1.0f;  // Inf propagates
   std::vector<float> out(n, kNaN);
-  be->add(out.data(), a.data(), b.data(), n);
+  be->add(test::cpu_stream(), out.data(), a.data(), b.data(), n);
   // Rounding the exact double sum to float is the correctly rounded fp32 sum (53 >= 2*24 + 2).
   std::vector<float> want(n);
   for (std::size_t i = 0; i < n; ++i) want[i] = float(double(a[i]) + double(b[i]));
   EXPECT_TRUE(test::all_bits_equal("out", reinterpret_cast<const std::uint32_t*>(out.data()),
                                    reinterpret_cast<const std::uint32_t*>(want.data()), n));
+}
+
+// The reductions write into a double accumulator (device memory in training; a host double here).
+double reduce(Backend& be, void (Backend::*op)(Stream&, double*, const float*, std::size_t), const float* x,
+              std::size_t n, double start = 0) {
+  double acc = start;
+  (be.*op)(test::cpu_stream(), &acc, x, n);
+  return acc;
 }
 
 TEST(SumSquares, AccumulatesInDoubleBeyondTheFloatRange) {
@@ -172,15 +182,35 @@ TEST(SumSquares, AccumulatesInDoubleBeyondTheFloatRange) {
   double want = 0, size = 0;
   for (float v : x) want += double(v) * double(v);
   for (float v : x) size += double(v) * double(v);
-  const double got = be->sum_squares(x.data(), n);
+  const double got = reduce(*be, &Backend::sum_squares, x.data(), n);
   // Any order of n double additions of non-negative terms: within n * 2^-53 of the total.
   EXPECT_NEAR(got, want, double(n) * std::ldexp(size, -53));
-  EXPECT_EQ(be->sum_squares(x.data(), 0), 0.0);
+  EXPECT_EQ(reduce(*be, &Backend::sum_squares, x.data(), 0), 0.0);
   const std::vector<float> small = {3.0f, -4.0f};
-  EXPECT_EQ(be->sum_squares(small.data(), 2), 25.0);
+  EXPECT_EQ(reduce(*be, &Backend::sum_squares, small.data(), 2), 25.0);
+  EXPECT_EQ(reduce(*be, &Backend::sum_squares, small.data(), 2, 0.5), 25.5);  // it adds to the accumulator
 }
 
-TEST(HasNonFinite, FindsANaNOrInfAnywhereAndNothingInFiniteData) {
+TEST(Sum, AddsTheSumInDoubleToTheAccumulatorIndependentlyOfTheThreadCount) {
+  auto be = make_cpu_backend();
+  test::Rng rng(85);
+  const std::size_t n = 300007;  // several 64 Ki chunks and a remainder
+  std::vector<float> x = rng.floats(n, -2, 2);
+  double want = 0, size = 0;
+  for (float v : x) want += double(v), size += std::fabs(double(v));
+  const double got = reduce(*be, &Backend::sum, x.data(), n, 1.0);
+  EXPECT_NEAR(got, 1.0 + want, double(n) * std::ldexp(size, -53));
+  // Fixed chunks added in chunk order: the same bits with 1 and 2 threads.
+  const int threads = omp_get_max_threads();
+  omp_set_num_threads(1);
+  const double one = reduce(*be, &Backend::sum, x.data(), n);
+  omp_set_num_threads(2);
+  const double two = reduce(*be, &Backend::sum, x.data(), n);
+  omp_set_num_threads(threads);
+  EXPECT_EQ(one, two);
+}
+
+TEST(CheckFinite, SetsTheAccumulatorToNaNForANaNOrInfAnywhereAndLeavesFiniteDataAlone) {
   auto be = make_cpu_backend();
   test::Rng rng(84);
   const std::size_t n = 1003;
@@ -188,14 +218,14 @@ TEST(HasNonFinite, FindsANaNOrInfAnywhereAndNothingInFiniteData) {
   x[1] = std::numeric_limits<float>::max();
   x[2] = -std::numeric_limits<float>::max();
   x[3] = std::numeric_limits<float>::denorm_min();
-  EXPECT_FALSE(be->has_non_finite(x.data(), n));
-  EXPECT_FALSE(be->has_non_finite(x.data(), 0));
+  EXPECT_EQ(reduce(*be, &Backend::check_finite, x.data(), n, 7.0), 7.0);
+  EXPECT_EQ(reduce(*be, &Backend::check_finite, x.data(), 0, 7.0), 7.0);
   for (float bad : {kNaN, -kNaN, kInf, -kInf}) {
     for (std::size_t at : {std::size_t(0), std::size_t(500), n - 1}) {
       std::vector<float> y = x;
       y[at] = bad;
-      EXPECT_TRUE(be->has_non_finite(y.data(), n)) << bad << " at " << at;
-      EXPECT_FALSE(be->has_non_finite(y.data(), at)) << "looked past n=" << at;  // the bad one is beyond n
+      EXPECT_TRUE(std::isnan(reduce(*be, &Backend::check_finite, y.data(), n, 7.0))) << bad << " at " << at;
+      EXPECT_EQ(reduce(*be, &Backend::check_finite, y.data(), at, 7.0), 7.0) << "looked past n=" << at;
     }
   }
 }

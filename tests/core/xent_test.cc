@@ -11,6 +11,7 @@
 #include "tests/common/compare.h"
 #include "tests/common/finite_diff.h"
 #include "tests/common/random.h"
+#include "tests/common/stream.h"
 
 namespace tz {
 namespace {
@@ -68,7 +69,7 @@ TEST(SoftmaxXent, LossIsMinusLogSoftmaxOfTheTarget) {
   const auto want = xent_ref(test::to_double(in.logits), in.targets);
   const auto tol = loss_tolerance(in.logits, want);
   std::vector<float> losses(N, NAN);
-  be->softmax_xent(losses.data(), in.logits.data(), in.targets.data(), N, V, Vp, 1.0f / N);
+  be->softmax_xent(test::cpu_stream(), losses.data(), in.logits.data(), in.targets.data(), N, V, Vp, 1.0f / N);
   EXPECT_TRUE(test::all_within("loss", losses, want, tol));
 }
 
@@ -81,7 +82,7 @@ TEST(SoftmaxXent, GradientMatchesFiniteDifferencesAndPaddedColumnsGetExactlyZero
   const std::vector<double> x = test::to_double(in.logits);
 
   std::vector<float> grad = in.logits, losses(N);
-  be->softmax_xent(losses.data(), grad.data(), in.targets.data(), N, V, Vp, dloss);
+  be->softmax_xent(test::cpu_stream(), losses.data(), grad.data(), in.targets.data(), N, V, Vp, dloss);
 
   // d(dloss * sum_n loss_n) / dlogits over the real columns; padded columns must be exactly 0.
   std::vector<double> real(x);
@@ -125,7 +126,7 @@ TEST(SoftmaxXent, LossStaysAccurateWhenTheTargetIsFarBelowTheMaximum) {
   const auto want = xent_ref(test::to_double(in.logits), in.targets);
   const auto tol = loss_tolerance(in.logits, want);
   std::vector<float> losses(N), grad = in.logits;
-  be->softmax_xent(losses.data(), grad.data(), in.targets.data(), N, V, Vp, 1.0f);
+  be->softmax_xent(test::cpu_stream(), losses.data(), grad.data(), in.targets.data(), N, V, Vp, 1.0f);
   EXPECT_TRUE(test::all_within("loss", losses, want, tol));
   // The target's probability is ~0, so its gradient is ~-1.
   for (int n = 0; n < N; ++n) EXPECT_NEAR(grad[std::size_t(n) * Vp + in.targets[n]], -1.0f, 1e-6f) << n;

@@ -8,6 +8,7 @@
 #include <random>
 
 #include "core/error.h"
+#include "core/backend.h"
 #include "model/gpt_init.h"
 #include "tests/model/gpt_reference.h"
 
@@ -27,7 +28,11 @@ struct HostProvider : ParamProvider {
   }
   void release(int, Pass) override { ++released; }
   float* grad(int group) override { return g[group].data(); }
-  void grad_ready(int) override { ++ready; }
+  void grad_ready(int group) override {
+    ++ready;
+    order.push_back(group);
+  }
+  std::vector<int> order;  // the groups in the order backward reported them ready
   void set_dtype(DType d) {
     dtype = d;
     lp.assign(p.size(), {});
@@ -76,11 +81,19 @@ class GptTest : public ::testing::Test {
     return d;
   }
 
+  // Forward and backward; the loss is the mean of the per-position losses, read back from the device
+  // scalar the model adds their sum to.
   float run(Gpt& model) {
     prov.zero_grads();
-    float loss = model.forward(prov, in.data(), tgt.data(), 1.0f);
-    model.backward(prov);
-    return loss;
+    prov.order.clear();
+    Buffer<double> sum(*dev, 1, "loss sum");
+    double host = 0;
+    dev->backend().copy_async(*stream, sum.data(), &host, sizeof host);
+    model.forward(prov, in.data(), tgt.data(), 1.0f, sum.data(), *stream);
+    model.backward(prov, *stream);
+    dev->backend().copy_async(*stream, &host, sum.data(), sizeof host);
+    stream->synchronize();
+    return float(host / (B * T));
   }
 
   static constexpr int B = 2, T = 5;
@@ -89,6 +102,7 @@ class GptTest : public ::testing::Test {
   HostProvider prov;
   std::vector<std::int32_t> in, tgt;
   std::unique_ptr<Device> dev = make_cpu_device();
+  std::unique_ptr<Stream> stream = dev->create_stream();
 };
 
 TEST_F(GptTest, LossMatchesTheDoublePrecisionReference) {
@@ -172,13 +186,15 @@ TEST_F(GptTest, EachGroupIsAcquiredOncePerPassAndReportedReady) {
   EXPECT_EQ(prov.acquired, 2 * groups);
   EXPECT_EQ(prov.released, 2 * groups);
   EXPECT_EQ(prov.ready, groups);
+  EXPECT_EQ(prov.order, Gpt::gradient_order(layout));  // the order the reducer plans its buckets by
 }
 
 TEST_F(GptTest, RefusesATokenOutsideTheVocabulary) {
   Gpt model(*dev, cfg, {B, T}, DType::f32, ActivationCheckpointing::off);
   in[3] = cfg.vocab_size;
   try {
-    model.forward(prov, in.data(), tgt.data(), 1.0f);
+    Buffer<double> sum(*dev, 1, "loss sum");
+    model.forward(prov, in.data(), tgt.data(), 1.0f, sum.data(), *stream);
     FAIL() << "expected an error";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("outside the vocabulary"), std::string::npos) << e.what();
@@ -195,15 +211,25 @@ TEST_F(GptTest, ActivationsThatDoNotFitTheDeviceBudgetFailWithTheBudgetError) {
     EXPECT_NE(m.find("device memory budget"), std::string::npos) << m;
     EXPECT_NE(m.find("16.00 KiB"), std::string::npos) << m;
   }
-  EXPECT_EQ(small->memory().used(), 0u);  // everything allocated before the failure was released
+  EXPECT_EQ(small->budget(MemoryKind::device).used(), 0u);  // everything allocated before the failure was released
 }
 
-TEST_F(GptTest, PlannedActivationBytesEqualWhatIsAllocated) {
+// The model takes exactly the buffers it plans (PlannedBuffers refuses any other and the constructor
+// checks none is left), and the device budget sees exactly their bytes.
+TEST_F(GptTest, TheModelAllocatesExactlyThePlannedBuffers) {
   for (auto ck : {ActivationCheckpointing::off, ActivationCheckpointing::per_block})
-    for (auto dt : {DType::f32, DType::bf16}) {
-      Gpt model(*dev, cfg, {B, T}, dt, ck);
-      EXPECT_EQ(model.activation_bytes(), Gpt::activation_bytes_for(cfg, {B, T}, dt, ck));
-    }
+    for (auto dt : {DType::f32, DType::bf16, DType::f16})
+      for (auto kind : {MemoryKind::device, MemoryKind::pinned_host}) {
+        const auto specs = Gpt::buffers(cfg, {B, T}, dt, ck, kind);
+        const std::size_t before = dev->budget(MemoryKind::device).used(), host = dev->budget(MemoryKind::pinned_host).used();
+        Gpt model(*dev, cfg, {B, T}, dt, ck, kind);
+        EXPECT_EQ(dev->budget(MemoryKind::device).used() - before, total_bytes(specs, MemoryKind::device));
+        EXPECT_EQ(dev->budget(MemoryKind::pinned_host).used() - host, total_bytes(specs, MemoryKind::pinned_host));
+        EXPECT_EQ(model.activation_bytes(), total_bytes(specs, MemoryKind::device));
+        // Checkpoints on the host tier: L + 1 residual streams of B x T x C floats.
+        EXPECT_EQ(model.offloaded_checkpoint_bytes(),
+                  kind == MemoryKind::pinned_host ? std::size_t(cfg.n_layer + 1) * B * T * cfg.n_embd * 4 : 0u);
+      }
 }
 
 }  // namespace

@@ -14,7 +14,7 @@
 #include <string>
 
 #include "core/error.h"
-#include "offload/aligned_buffer.h"
+#include "core/host_memory.h"
 #include "tests/common/random.h"
 #include "tests/common/error_message.h"
 

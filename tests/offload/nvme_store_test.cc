@@ -15,7 +15,7 @@
 #include <tuple>
 #include <vector>
 
-#include "offload/aligned_buffer.h"
+#include "core/host_memory.h"
 #include "tests/common/test_dir.h"
 #include "tests/offload/direct_io_probe.h"
 

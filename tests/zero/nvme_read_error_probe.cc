@@ -7,7 +7,7 @@
 
 #include "comm/communicator.h"
 #include "core/error.h"
-#include "zero/trainer.h"
+#include "train/trainer.h"
 
 int main() {
   auto comm = tz::make_mpi_world();
@@ -27,16 +27,17 @@ int main() {
   o.offload.optimizer = tz::Tier::nvme;
   o.offload.nvme_paths = {dir};
   o.offload.aio_block_size = 4096;
+  tz::TrainHooks hooks;
   if (comm->rank() == 1) {
     // Reads start at step 1's optimizer pass; fail the 5th read completion (step 1 or 2).
     auto reads = std::make_shared<int>(0);
-    o.offload.nvme_completion_filter = [reads](const tz::CompletionInfo& info, int res) {
+    hooks.engine.nvme_completion_filter = [reads](const tz::CompletionInfo& info, int res) {
       if (info.op == tz::IoOp::read && ++*reads == 5) return -EIO;
       return res;
     };
   }
   try {
-    tz::train(o, *comm, [](const std::string&) {});
+    tz::train(o, *comm, [](const std::string&) {}, hooks);
     std::printf("rank %d: finished without the injected error\n", comm->rank());
     return 1;
   } catch (const std::exception& e) {

@@ -13,7 +13,7 @@
 #include "offload/nvme_store.h"
 #include "tests/common/test_dir.h"
 #include "zero/engine.h"
-#include "zero/trainer.h"
+#include "train/trainer.h"
 
 namespace tz {
 namespace {
@@ -40,7 +40,8 @@ TEST(OffloadFaults, AByteFlippedInTheSwapFileStopsTheNextStepWithTheChecksumErro
   testing::TestDir dir;
   auto comm = make_self_comm();
   int steps_done = 0;
-  auto flip = [&](int step, Engine& e) {
+  TrainHooks hooks;
+  hooks.before_step = [&](int step, Engine& e) {
     steps_done = step;
     if (step != 2) return;
     // Corrupt one byte of the store's file behind its back (as a failing drive would).
@@ -58,7 +59,7 @@ TEST(OffloadFaults, AByteFlippedInTheSwapFileStopsTheNextStepWithTheChecksumErro
     std::ofstream("/proc/sys/vm/drop_caches") << "1";
   };
   try {
-    train(tiny_on_nvme(dir.path()), *comm, quiet, flip);
+    train(tiny_on_nvme(dir.path()), *comm, quiet, hooks);
     FAIL() << "expected the checksum error";
   } catch (const Error& e) {
     std::string m = e.what();
@@ -80,7 +81,9 @@ TEST(OffloadFaults, ADiskTooSmallForTheStatesIsRefusedBeforeStep1WithTheNeedAndT
   TrainOptions o = tiny_on_nvme(dir.path());
   int steps_done = 0;
   try {
-    train(o, *comm, quiet, [&](int step, Engine&) { steps_done = step; });
+    TrainHooks hooks;
+    hooks.before_step = [&](int step, Engine&) { steps_done = step; };
+    train(o, *comm, quiet, hooks);
     ADD_FAILURE() << "expected the full-disk error";
   } catch (const Error& e) {
     std::string m = e.what();

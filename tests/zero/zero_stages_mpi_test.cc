@@ -9,8 +9,9 @@
 #include "comm/communicator.h"
 #include "core/error.h"
 #include "tests/common/test_dir.h"
+#include "tests/common/stream.h"
 #include "zero/engine.h"
-#include "zero/trainer.h"
+#include "train/trainer.h"
 
 namespace tz {
 namespace {
@@ -122,18 +123,24 @@ TEST(ZeroStages, ElementsSentPerStepMatchTheTheoryWithinOnePercent) {
   }
 }
 
+// The Inf goes into one rank's gradient of one group before that gradient is reduced (as an overflow
+// in backward would), at every stage: the reduction spreads it (all-reduce) or leaves it in one rank's
+// shard (reduce-scatter), and the global norm must still make every rank skip.
 TEST(ZeroStages, AnFp16OverflowOnOneRankMakesEveryRankSkipTheStepAndHalveTheScale) {
   World w;
-  for (int stage : {0, 2, 3}) {
+  for (int stage : {0, 1, 2, 3}) {
     TrainOptions o = tiny(stage, 6);
     o.dtype = DType::f16;
     o.fp16.hysteresis = 1;
     o.fp16.initial_scale_power = 12;
-    // Rank N-1 alone puts an Inf into its gradient before step 3's reduction is checked.
-    auto inject = [&](int step, Engine& e) {
-      if (step == 3 && w.comm->rank() == w.n() - 1) e.grad_accumulator(1)[0] = INFINITY;
+    // Rank N-1 alone writes an Inf into block 0's gradient of step 3, just before its reduction.
+    TrainHooks hooks;
+    hooks.engine.before_reduce = [&](int step, int group, float* grad, Stream& s) {
+      if (step != 3 || group != 1 || w.comm->rank() != w.n() - 1) return;
+      const float inf = INFINITY;
+      test::cpu_stream_backend().copy_async(s, grad + 5, &inf, sizeof inf);
     };
-    TrainResult r = train(o, *w.comm, quiet, inject);
+    TrainResult r = train(o, *w.comm, quiet, hooks);
     ASSERT_EQ(r.skipped_steps, std::vector<int>{3}) << "stage " << stage;
     EXPECT_EQ(r.loss_scales[2], 4096.0f);
     EXPECT_EQ(r.loss_scales[3], 2048.0f);  // halved after the overflow

@@ -1,5 +1,5 @@
-// Internal to offload/cpu_adam*.cc: the per-ISA kernels cpu_adam.cc dispatches to, one translation
-// unit each, built with that ISA's flags (see offload/CMakeLists.txt).
+// Internal to core/cpu_adam*.cc: the per-ISA kernels cpu_adam.cc dispatches to, one translation
+// unit each, built with that ISA's flags (see core/CMakeLists.txt).
 #pragma once
 
 // Only declarations and constants here: a header inline function used from a -mavx512f unit could be
@@ -41,19 +41,24 @@ struct Consts {
 // One chunk: n elements from the pointers given; `working` points at this chunk's first element.
 using AdamKernel = void (*)(const Consts& k, float* p, float* m, float* v, const float* g, std::size_t n,
                             void* working, WorkingOut out);
-// Reads p, g, m, v and stores p, m, v unchanged: the access pattern with no arithmetic.
-using MemoryPassKernel = void (*)(float* p, float* m, float* v, const float* g, std::size_t n);
+// Reads p, g, m, v and stores p, m, v unchanged, and writes a working copy of p's bits when asked (the
+// full word, or its top 16 bits, with the step's stores): the access pattern with no arithmetic.
+using MemoryPassKernel = void (*)(float* p, float* m, float* v, const float* g, std::size_t n, void* working,
+                                  WorkingOut out);
 
 void adamw_scalar(const Consts& k, float* p, float* m, float* v, const float* g, std::size_t n, void* working,
                   WorkingOut out);
-void memory_pass_scalar(float* p, float* m, float* v, const float* g, std::size_t n);
+void memory_pass_scalar(float* p, float* m, float* v, const float* g, std::size_t n, void* working,
+                        WorkingOut out);
 
 void adamw_avx2(const Consts& k, float* p, float* m, float* v, const float* g, std::size_t n, void* working,
                 WorkingOut out);
-void memory_pass_avx2(float* p, float* m, float* v, const float* g, std::size_t n);
+void memory_pass_avx2(float* p, float* m, float* v, const float* g, std::size_t n, void* working,
+                        WorkingOut out);
 
 void adamw_avx512(const Consts& k, float* p, float* m, float* v, const float* g, std::size_t n, void* working,
                   WorkingOut out);
-void memory_pass_avx512(float* p, float* m, float* v, const float* g, std::size_t n);
+void memory_pass_avx512(float* p, float* m, float* v, const float* g, std::size_t n, void* working,
+                        WorkingOut out);
 
 }  // namespace tz::cpu_adam_detail

@@ -1,6 +1,6 @@
 // End-to-end training on one rank: the tiny preset learns the default corpus, runs are reproducible,
 // and a model that does not fit --device-mem stops with the budget error.
-#include "zero/trainer.h"
+#include "train/trainer.h"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,7 @@
-// AlignedBuffer: a move-only, page-aligned host buffer for O_DIRECT I/O and DMA, optionally locked
-// in RAM ("pinned") with mlock(2) so the kernel never pages it out under an in-flight transfer.
+// Page-aligned host memory, optionally locked in RAM ("pinned") with mlock(2) so the kernel never pages
+// it out under an in-flight transfer: the pinning policy, the message for a refused lock, and
+// AlignedBuffer, a move-only page-aligned buffer for O_DIRECT I/O outside the memory plan (benchmarks,
+// tests). The CPU device's pinned-host allocator locks its pages the same way.
 #pragma once
 
 #include <sys/mman.h>
@@ -25,6 +27,10 @@ enum class Pinning {
 // How pages get locked: mlock(2)'s signature (0, or -1 with errno). Tests pass one that fails with
 // ENOMEM to stand in for an exhausted RLIMIT_MEMLOCK; nothing global is swapped.
 using MlockFn = int (*)(const void* addr, std::size_t len);
+
+// Locks [p, p + bytes) per the policy: returns "" when locked (or when pinning was not asked for),
+// throws the describe_mlock_failure message when required and refused, and returns it when best_effort.
+std::string lock_pages(void* p, std::size_t bytes, Pinning pinning, MlockFn mlock_fn = &::mlock);
 
 class AlignedBuffer {
  public:

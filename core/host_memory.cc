@@ -1,5 +1,5 @@
-// Page-aligned, optionally mlock'ed host buffers (see aligned_buffer.h).
-#include "offload/aligned_buffer.h"
+// Page-aligned, optionally mlock'ed host memory (see host_memory.h).
+#include "core/host_memory.h"
 
 #include <sys/resource.h>
 
@@ -42,6 +42,17 @@ std::string describe_mlock_failure(std::size_t need, int err) {
                         " more: raise it (ulimit -l, limits.conf memlock, or Slurm's --propagate=MEMLOCK)");
 }
 
+std::string lock_pages(void* p, std::size_t bytes, Pinning pinning, MlockFn mlock_fn) {
+  if (pinning == Pinning::none || bytes == 0) return {};
+  TZ_CHECK(mlock_fn != nullptr, "no mlock function given");
+  if (mlock_fn(p, bytes) == 0) return {};
+  std::string why = describe_mlock_failure(bytes, errno);
+  if (pinning == Pinning::required) TZ_FAIL(why);
+  // best_effort: the caller accepted unpinned memory; O_DIRECT still works (the kernel pins the
+  // pages for the duration of each request), only registered io_uring buffers are out of reach.
+  return why;
+}
+
 AlignedBuffer::AlignedBuffer(std::size_t bytes, Pinning pinning, MlockFn mlock_fn)
     : bytes_(round_up(bytes, kDirectIoAlign)) {
   if (bytes_ == 0) return;
@@ -50,21 +61,13 @@ AlignedBuffer::AlignedBuffer(std::size_t bytes, Pinning pinning, MlockFn mlock_f
   if (rc != 0)
     TZ_FAIL("cannot allocate ", format_bytes(bytes_), " of page-aligned host memory: ", std::strerror(rc));
   ptr_ = static_cast<std::byte*>(p);
-  if (pinning == Pinning::none) return;
-  TZ_CHECK(mlock_fn != nullptr, "no mlock function given");
-  if (mlock_fn(ptr_, bytes_) == 0) {
-    pinned_ = true;
-    return;
-  }
-  int err = errno;
-  std::string why = describe_mlock_failure(bytes_, err);
-  if (pinning == Pinning::required) {
+  try {
+    pin_error_ = lock_pages(ptr_, bytes_, pinning, mlock_fn);
+  } catch (...) {
     reset();
-    TZ_FAIL(why);
+    throw;
   }
-  // best_effort: the caller accepted unpinned memory; O_DIRECT still works (the kernel pins the
-  // pages for the duration of each request), only registered io_uring buffers are out of reach.
-  pin_error_ = std::move(why);
+  pinned_ = pinning != Pinning::none && pin_error_.empty();
 }
 
 AlignedBuffer::~AlignedBuffer() { reset(); }

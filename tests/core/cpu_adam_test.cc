@@ -1,6 +1,6 @@
-// Tests offload/cpu_adam.h: every CPU Adam path this machine can run, with every working dtype, bit for
+// Tests core/cpu_adam.h: every CPU Adam path this machine can run, with every working dtype, bit for
 // bit against the scalar reference (math::adamw_update, then from_float for the working copy).
-#include "offload/cpu_adam.h"
+#include "core/cpu_adam.h"
 
 #include <gtest/gtest.h>
 #include <omp.h>
@@ -64,7 +64,7 @@ struct State {
 
 // The scalar reference: math::adamw_update element by element with the coefficients cpu_adamw
 // derives (the adam_coeffs test checks those separately), then from_float for the working copy.
-// This file is built with -ffp-contract=off (tests/CMakeLists.txt), like offload/cpu_adam*.cc.
+// This file is built with -ffp-contract=off (tests/CMakeLists.txt), like core/cpu_adam*.cc.
 void reference_step(State& s, const std::vector<float>& g, const AdamStep& st, Out o) {
   const math::AdamCoeffs c = adam_coeffs(st);
   for (std::size_t i = 0; i < s.p.size(); ++i) {
@@ -312,6 +312,19 @@ TEST_P(CpuAdamMemoryPass, LeavesEveryValueAsItWas) {
   EXPECT_TRUE(same_bits("m", m.data(), m0.data(), n, Bits::f32));
   EXPECT_TRUE(same_bits("v", v.data(), v0.data(), n, Bits::f32));
   EXPECT_TRUE(same_bits("g", g.data(), g0.data(), n, Bits::f32));
+  // With a working copy it writes the copy's bytes too (p's bits, or their top half), as the step's
+  // working write would, aligned (streaming stores) or not.
+  for (std::size_t shift : {std::size_t(0), std::size_t(1)}) {
+    std::vector<float> w32(n + 1, -1.0f);
+    std::vector<std::uint16_t> w16(n + 1, 0xffff);
+    cpu_adam_memory_pass(isa, p.data(), m.data(), v.data(), g.data(), n, w32.data() + shift, DType::f32);
+    cpu_adam_memory_pass(isa, p.data(), m.data(), v.data(), g.data(), n, w16.data() + shift, DType::bf16);
+    std::vector<std::uint16_t> top(n);
+    for (std::size_t i = 0; i < n; ++i) top[i] = std::uint16_t(float_bits(p0[i]) >> 16);
+    EXPECT_TRUE(same_bits("fp32 working copy", w32.data() + shift, p0.data(), n, Bits::f32)) << "shift " << shift;
+    EXPECT_TRUE(same_bits("16-bit working copy", w16.data() + shift, top.data(), n, Bits::bf16)) << "shift " << shift;
+  }
+  EXPECT_TRUE(same_bits("p", p.data(), p0.data(), n, Bits::f32));
 }
 
 INSTANTIATE_TEST_SUITE_P(AllPaths, CpuAdamMemoryPass, kIsas,

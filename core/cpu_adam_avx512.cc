@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "offload/cpu_adam_kernels.h"
+#include "core/cpu_adam_kernels.h"
 
 namespace tz::cpu_adam_detail {
 namespace {
@@ -174,29 +174,89 @@ void adamw_avx512(const Consts& k, float* p, float* m, float* v, const float* g,
   }
 }
 
-void memory_pass_avx512(float* p, float* m, float* v, const float* g, std::size_t n) {
-  std::size_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    prefetch_ahead(p + i, m + i, v + i,
-                   g + i);  // as run() does, so the limit has every advantage the step has
-    __m512 a = _mm512_loadu_ps(p + i), b = _mm512_loadu_ps(m + i), c = _mm512_loadu_ps(v + i);
-    const __m512 d = _mm512_loadu_ps(g + i);
-    // An empty asm that "may change" a, b, c and "uses" d: four loads and three stores survive,
-    // with no arithmetic between them.
-    asm volatile("" : "+v"(a), "+v"(b), "+v"(c) : "v"(d));
-    _mm512_storeu_ps(p + i, a);
-    _mm512_storeu_ps(m + i, b);
-    _mm512_storeu_ps(v + i, c);
+namespace {
+
+// The bits of the working copy without rounding: p itself, or the top half of each lane.
+template <WorkingOut W, Store S>
+inline void store_working_bits(void* working, std::size_t i, __m512 a, __m512 b) {
+  if constexpr (W == WorkingOut::f32 || W == WorkingOut::none) {
+    store_working<W, S>(working, i, a, b);
+  } else {
+    const __m512i odd_words = _mm512_set_epi16(63, 61, 59, 57, 55, 53, 51, 49, 47, 45, 43, 41, 39, 37, 35, 33,
+                                               31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+    const __m512i h = _mm512_permutex2var_epi16(_mm512_castps_si512(a), odd_words, _mm512_castps_si512(b));
+    auto* out = reinterpret_cast<__m512i*>(static_cast<std::uint16_t*>(working) + i);
+    if constexpr (S == Store::streaming)
+      _mm512_stream_si512(out, h);
+    else
+      _mm512_storeu_si512(out, h);
   }
-  if (i < n) {
-    const __mmask16 mask = __mmask16((1u << (n - i)) - 1u);
-    __m512 a = _mm512_maskz_loadu_ps(mask, p + i), b = _mm512_maskz_loadu_ps(mask, m + i),
-           c = _mm512_maskz_loadu_ps(mask, v + i);
-    const __m512 d = _mm512_maskz_loadu_ps(mask, g + i);
-    asm volatile("" : "+v"(a), "+v"(b), "+v"(c) : "v"(d));
-    _mm512_mask_storeu_ps(p + i, mask, a);
-    _mm512_mask_storeu_ps(m + i, mask, b);
-    _mm512_mask_storeu_ps(v + i, mask, c);
+}
+
+template <WorkingOut W>
+inline void store_working_bits_masked(void* working, std::size_t i, __mmask16 mask, __m512 p) {
+  if constexpr (W == WorkingOut::f32) {
+    _mm512_mask_storeu_ps(static_cast<float*>(working) + i, mask, p);
+  } else if constexpr (W != WorkingOut::none) {
+    const __m256i h = _mm512_cvtepi32_epi16(_mm512_srli_epi32(_mm512_castps_si512(p), 16));
+    _mm256_mask_storeu_epi16(static_cast<std::uint16_t*>(working) + i, mask, h);
+  }
+}
+
+// run()'s loads, prefetches and stores (the same iteration shape, store kinds and tail) with the
+// arithmetic replaced by an empty asm that "may change" p, m, v and "uses" g.
+template <WorkingOut W, Store S>
+void pass(float* p, float* m, float* v, const float* g, std::size_t n, void* working) {
+  std::size_t i = 0;
+  for (; i + 32 <= n; i += 32) {
+    prefetch_ahead(p + i, m + i, v + i, g + i);
+    prefetch_ahead(p + i + 16, m + i + 16, v + i + 16, g + i + 16);
+    __m512 pa = _mm512_loadu_ps(p + i), ma = _mm512_loadu_ps(m + i), va = _mm512_loadu_ps(v + i);
+    __m512 pb = _mm512_loadu_ps(p + i + 16), mb = _mm512_loadu_ps(m + i + 16), vb = _mm512_loadu_ps(v + i + 16);
+    const __m512 ga = _mm512_loadu_ps(g + i), gb = _mm512_loadu_ps(g + i + 16);
+    asm volatile("" : "+v"(pa), "+v"(ma), "+v"(va), "+v"(pb), "+v"(mb), "+v"(vb) : "v"(ga), "v"(gb));
+    _mm512_storeu_ps(p + i, pa);
+    _mm512_storeu_ps(p + i + 16, pb);
+    _mm512_storeu_ps(m + i, ma);
+    _mm512_storeu_ps(m + i + 16, mb);
+    _mm512_storeu_ps(v + i, va);
+    _mm512_storeu_ps(v + i + 16, vb);
+    store_working_bits<W, S>(working, i, pa, pb);
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 mask = n - i >= 16 ? __mmask16(0xffff) : __mmask16((1u << (n - i)) - 1u);
+    __m512 pv = _mm512_maskz_loadu_ps(mask, p + i), mv = _mm512_maskz_loadu_ps(mask, m + i),
+           vv = _mm512_maskz_loadu_ps(mask, v + i);
+    const __m512 gv = _mm512_maskz_loadu_ps(mask, g + i);
+    asm volatile("" : "+v"(pv), "+v"(mv), "+v"(vv) : "v"(gv));
+    _mm512_mask_storeu_ps(p + i, mask, pv);
+    _mm512_mask_storeu_ps(m + i, mask, mv);
+    _mm512_mask_storeu_ps(v + i, mask, vv);
+    store_working_bits_masked<W>(working, i, mask, pv);
+  }
+  if constexpr (S == Store::streaming) _mm_sfence();
+}
+
+template <WorkingOut W>
+void pass(float* p, float* m, float* v, const float* g, std::size_t n, void* working) {
+  if (W != WorkingOut::none && reinterpret_cast<std::uintptr_t>(working) % 64 == 0)
+    pass<W, Store::streaming>(p, m, v, g, n, working);
+  else
+    pass<W, Store::cached>(p, m, v, g, n, working);
+}
+
+}  // namespace
+
+void memory_pass_avx512(float* p, float* m, float* v, const float* g, std::size_t n, void* working,
+                        WorkingOut out) {
+  switch (out) {
+    case WorkingOut::none:
+      return pass<WorkingOut::none>(p, m, v, g, n, working);
+    case WorkingOut::f32:
+      return pass<WorkingOut::f32>(p, m, v, g, n, working);
+    case WorkingOut::bf16:
+    case WorkingOut::f16:
+      return pass<WorkingOut::bf16>(p, m, v, g, n, working);
   }
 }
 

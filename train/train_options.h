@@ -10,8 +10,8 @@
 #include "core/dtype.h"
 #include "model/gpt.h"
 #include "model/gpt_config.h"
-#include "zero/zero_options.h"
 #include "zero/lr_schedule.h"
+#include "zero/zero_options.h"
 
 namespace tz {
 
@@ -19,19 +19,19 @@ namespace tz {
 inline constexpr const char* kDefaultData = "default";
 
 struct TrainOptions {
-  GptConfig model;            // resolved preset + size overrides
+  GptConfig model;  // resolved preset + size overrides
   std::string model_name = "tiny";
   std::string data = kDefaultData;
-  std::string val_data;       // empty: the last 10% of the default corpus when data is default, else none
-  std::string init_from;      // safetensors file
+  std::string val_data;   // empty: the last 10% of the default corpus when data is default, else none
+  std::string init_from;  // safetensors file
   std::string save_safetensors;
-  std::string metrics;        // JSONL path
+  std::string metrics;  // JSONL path
   int steps = 200;
-  int micro_batch = 4;        // sequences per rank per micro-step
-  int grad_accum = 1;         // micro-steps per optimizer step
-  int train_batch_size = 0;   // if > 0: must equal micro_batch x grad_accum x world size (checked)
+  int micro_batch = 4;       // sequences per rank per micro-step
+  int grad_accum = 1;        // micro-steps per optimizer step
+  int train_batch_size = 0;  // if > 0: must equal micro_batch x grad_accum x world size (checked)
   int seq_len = 64;
-  int val_every = 0;          // 0: validate only after the last step
+  int val_every = 0;  // 0: validate only after the last step
   int val_batches = 8;
   int log_every = 1;
   bool shuffle = false;
@@ -43,7 +43,7 @@ struct TrainOptions {
   AdamConfig adam;
   LrConfig lr;
   ZeroOptions zero;
-  LossScaleOptions fp16;      // used when dtype is f16
+  LossScaleOptions fp16;  // used when dtype is f16
   OffloadOptions offload;
 };
 

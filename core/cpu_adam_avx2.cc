@@ -6,7 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "offload/cpu_adam_kernels.h"
+#include "core/cpu_adam_kernels.h"
 
 namespace tz::cpu_adam_detail {
 namespace {
@@ -185,16 +185,36 @@ void adamw_avx2(const Consts& k, float* p, float* m, float* v, const float* g, s
   }
 }
 
-void memory_pass_avx2(float* p, float* m, float* v, const float* g, std::size_t n) {
+namespace {
+
+// The bits of a 16-element working copy without rounding: p itself, or the top half of each lane.
+template <WorkingOut W, Store S>
+inline void store_working_bits(void* working, std::size_t i, __m256 a, __m256 b) {
+  if constexpr (W == WorkingOut::f32 || W == WorkingOut::none) {
+    store_working<W, S>(working, i, a, b);
+  } else {
+    // packus interleaves 128-bit lanes (a0 b0 a1 b1): put them back in order.
+    const __m256i h = _mm256_permute4x64_epi64(
+        _mm256_packus_epi32(_mm256_srli_epi32(_mm256_castps_si256(a), 16), _mm256_srli_epi32(_mm256_castps_si256(b), 16)),
+        0xd8);
+    auto* out = reinterpret_cast<__m256i*>(static_cast<std::uint16_t*>(working) + i);
+    if constexpr (S == Store::streaming)
+      _mm256_stream_si256(out, h);
+    else
+      _mm256_storeu_si256(out, h);
+  }
+}
+
+// run()'s loads, prefetches and stores with the arithmetic replaced by an empty asm that "may change"
+// p, m, v and "uses" g.
+template <WorkingOut W, Store S>
+void pass(float* p, float* m, float* v, const float* g, std::size_t n, void* working) {
   std::size_t i = 0;
   for (; i + 16 <= n; i += 16) {
-    prefetch_ahead(p + i, m + i, v + i,
-                   g + i);  // as run() does, so the limit has every advantage the step has
+    prefetch_ahead(p + i, m + i, v + i, g + i);
     __m256 a0 = _mm256_loadu_ps(p + i), b0 = _mm256_loadu_ps(m + i), c0 = _mm256_loadu_ps(v + i);
     __m256 a1 = _mm256_loadu_ps(p + i + 8), b1 = _mm256_loadu_ps(m + i + 8), c1 = _mm256_loadu_ps(v + i + 8);
     const __m256 d0 = _mm256_loadu_ps(g + i), d1 = _mm256_loadu_ps(g + i + 8);
-    // An empty asm that "may change" the loaded p, m, v and "uses" g: four loads and three stores
-    // survive, with no arithmetic between them.
     asm volatile("" : "+x"(a0), "+x"(b0), "+x"(c0), "+x"(a1), "+x"(b1), "+x"(c1) : "x"(d0), "x"(d1));
     _mm256_storeu_ps(p + i, a0);
     _mm256_storeu_ps(p + i + 8, a1);
@@ -202,6 +222,7 @@ void memory_pass_avx2(float* p, float* m, float* v, const float* g, std::size_t 
     _mm256_storeu_ps(m + i + 8, b1);
     _mm256_storeu_ps(v + i, c0);
     _mm256_storeu_ps(v + i + 8, c1);
+    store_working_bits<W, S>(working, i, a0, a1);
   }
   for (; i < n; ++i) {
     float a = p[i], b = m[i], c = v[i];
@@ -210,6 +231,35 @@ void memory_pass_avx2(float* p, float* m, float* v, const float* g, std::size_t 
     p[i] = a;
     m[i] = b;
     v[i] = c;
+    if constexpr (W == WorkingOut::f32) static_cast<float*>(working)[i] = a;
+    if constexpr (W == WorkingOut::bf16) {
+      std::uint32_t bits;
+      __builtin_memcpy(&bits, &a, 4);
+      static_cast<std::uint16_t*>(working)[i] = std::uint16_t(bits >> 16);
+    }
+  }
+  if constexpr (S == Store::streaming) _mm_sfence();
+}
+
+template <WorkingOut W>
+void pass(float* p, float* m, float* v, const float* g, std::size_t n, void* working) {
+  if (W != WorkingOut::none && reinterpret_cast<std::uintptr_t>(working) % 32 == 0)
+    pass<W, Store::streaming>(p, m, v, g, n, working);
+  else
+    pass<W, Store::cached>(p, m, v, g, n, working);
+}
+
+}  // namespace
+
+void memory_pass_avx2(float* p, float* m, float* v, const float* g, std::size_t n, void* working, WorkingOut out) {
+  switch (out) {
+    case WorkingOut::none:
+      return pass<WorkingOut::none>(p, m, v, g, n, working);
+    case WorkingOut::f32:
+      return pass<WorkingOut::f32>(p, m, v, g, n, working);
+    case WorkingOut::bf16:
+    case WorkingOut::f16:
+      return pass<WorkingOut::bf16>(p, m, v, g, n, working);
   }
 }
 

@@ -1,6 +1,6 @@
 // CPU Adam dispatch: chooses the instruction-set path once, derives the step's constants, and splits
 // the step into fixed-size chunks over the OpenMP team, each handed to that path's kernel.
-#include "offload/cpu_adam.h"
+#include "core/cpu_adam.h"
 
 #include <algorithm>
 #include <cmath>
@@ -9,7 +9,7 @@
 #include <string_view>
 
 #include "core/error.h"
-#include "offload/cpu_adam_kernels.h"
+#include "core/cpu_adam_kernels.h"
 
 namespace tz {
 namespace {
@@ -173,11 +173,15 @@ void cpu_adamw_with(CpuAdamIsa isa, float* p, float* m, float* v, const float* g
   });
 }
 
-void cpu_adam_memory_pass(CpuAdamIsa isa, float* p, float* m, float* v, const float* g, std::size_t n) {
+void cpu_adam_memory_pass(CpuAdamIsa isa, float* p, float* m, float* v, const float* g, std::size_t n,
+                          void* working, DType working_type) {
   check_supported(isa);
   const MemoryPassKernel kernel = memory_pass_kernel(isa);
+  const WorkingOut out = working_out(working, working_type);
+  const std::size_t es = out == WorkingOut::f32 ? 4 : 2;
   for_each_chunk(n, [&](std::size_t begin, std::size_t count) {
-    kernel(p + begin, m + begin, v + begin, g + begin, count);
+    void* w = working ? static_cast<char*>(working) + begin * es : nullptr;
+    kernel(p + begin, m + begin, v + begin, g + begin, count, w, out);
   });
 }
 

@@ -1,6 +1,6 @@
-// Tests offload/aligned_buffer.h: page alignment, move-only ownership, and what happens when mlock is
+// Tests core/host_memory.h: page alignment, move-only ownership, and what happens when mlock is
 // refused (simulated through the mlock seam): a clear error, or unpinned memory if the caller allows it.
-#include "offload/aligned_buffer.h"
+#include "core/host_memory.h"
 
 #include <gtest/gtest.h>
 

@@ -3,11 +3,12 @@
 #include <emmintrin.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 
 #include "core/dtype.h"
 #include "core/elementwise.h"
-#include "offload/cpu_adam_kernels.h"
+#include "core/cpu_adam_kernels.h"
 
 namespace tz::cpu_adam_detail {
 namespace {
@@ -40,7 +41,8 @@ void adamw_scalar(const Consts& k, float* p, float* m, float* v, const float* g,
   }
 }
 
-void memory_pass_scalar(float* p, float* m, float* v, const float* g, std::size_t n) {
+void memory_pass_scalar(float* p, float* m, float* v, const float* g, std::size_t n, void* working,
+                        WorkingOut out) {
   // Four at a time with SSE2 (part of x86-64): GCC vectorises the Adam loop above with SSE2, so a
   // one-float-at-a-time limit would be slower than the step it bounds.
   std::size_t i = 0;
@@ -61,6 +63,16 @@ void memory_pass_scalar(float* p, float* m, float* v, const float* g, std::size_
     p[i] = a;
     m[i] = b;
     v[i] = c;
+  }
+  // The working copy's bytes: p itself, or its top 16 bits.
+  if (out == WorkingOut::f32) {
+    for (std::size_t j = 0; j < n; ++j) static_cast<float*>(working)[j] = p[j];
+  } else if (out != WorkingOut::none) {
+    for (std::size_t j = 0; j < n; ++j) {
+      std::uint32_t bits;
+      __builtin_memcpy(&bits, p + j, 4);
+      static_cast<std::uint16_t*>(working)[j] = std::uint16_t(bits >> 16);
+    }
   }
 }
 

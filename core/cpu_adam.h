@@ -43,8 +43,10 @@ void cpu_adamw(float* p, float* m, float* v, const float* g, std::size_t n, cons
 void cpu_adamw_with(CpuAdamIsa isa, float* p, float* m, float* v, const float* g, std::size_t n,
                     const AdamStep& s, void* working, DType working_type);
 
-// The benchmark's limit: Adam's memory traffic with no arithmetic, on the same chunks, threads and
-// vector width as cpu_adamw_with(isa, ...): reads p, g, m, v and writes p, m, v back unchanged.
-void cpu_adam_memory_pass(CpuAdamIsa isa, float* p, float* m, float* v, const float* g, std::size_t n);
+// The benchmark's limit: Adam's memory traffic with no arithmetic, on the same chunks, threads, vector
+// width and store kinds as cpu_adamw_with(isa, ...): reads p, g, m, v, writes p, m, v back unchanged,
+// and writes the working copy's bytes (p's bits, or their top 16 bits) when `working` is not null.
+void cpu_adam_memory_pass(CpuAdamIsa isa, float* p, float* m, float* v, const float* g, std::size_t n,
+                          void* working = nullptr, DType working_type = DType::f32);
 
 }  // namespace tz

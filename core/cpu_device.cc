@@ -1,0 +1,113 @@
+// The CPU device: its three allocators (device memory poisoned outside kernels in the poison build;
+// the host tier page-aligned and locked where the limit allows) and its synchronous streams and events.
+#include <sys/mman.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+
+#include "core/backend.h"
+#include "core/device.h"
+#include "core/error.h"
+#include "core/poison.h"
+
+namespace tz {
+namespace {
+
+class CpuAllocator final : public Allocator {
+ public:
+  // align: 64 bytes for device and pageable memory (a cache line, what vector loads want), a page for
+  // pinned memory (so it can go straight to O_DIRECT I/O and be locked page by page).
+  CpuAllocator(MemoryKind kind, std::string tier, std::size_t budget, std::size_t align, Pinning pinning)
+      : Allocator(kind, std::move(tier), budget), align_(align), pinning_(pinning) {}
+
+  Allocation allocate(std::size_t bytes, const std::string& what) override {
+    Allocation a;
+    a.reservation = budget().reserve(bytes, what);
+    const std::size_t rounded = (bytes + align_ - 1) / align_ * align_;
+    a.ptr = std::aligned_alloc(align_, rounded);
+    if (!a.ptr)
+      TZ_FAIL("host allocation of ", format_bytes(bytes), " for ", what,
+              " failed (the machine is out of memory)");
+    if (pinning_ != Pinning::none) {
+      std::string why;
+      try {
+        why = lock_pages(a.ptr, rounded, pinning_);
+      } catch (...) {
+        std::free(a.ptr);
+        throw;
+      }
+      std::lock_guard<std::mutex> lock(mu_);
+      if (why.empty()) locked_bytes_ += rounded;
+      if (!why.empty() && pin_error_.empty()) pin_error_ = why;
+    }
+    if (kind() == MemoryKind::device) register_device_memory(a.ptr, rounded);
+    return a;
+  }
+
+  void deallocate(void* p, std::size_t bytes) noexcept override {
+    if (kind() == MemoryKind::device) unregister_device_memory(p);
+    if (pinning_ != Pinning::none) ::munlock(p, (bytes + align_ - 1) / align_ * align_);
+    std::free(p);
+  }
+
+  std::string pin_error() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return pin_error_;
+  }
+
+ private:
+  std::size_t align_;
+  Pinning pinning_;
+  mutable std::mutex mu_;
+  std::size_t locked_bytes_ = 0;
+  std::string pin_error_;
+};
+
+// The calling thread runs every operation as it is enqueued: a stream is always drained and an event
+// is complete as soon as it is recorded.
+class CpuStream final : public Stream {
+ public:
+  void synchronize() override {}
+};
+
+class CpuEvent final : public Event {
+ public:
+  void record(Stream&) override {}
+  void wait(Stream&) override {}
+  void synchronize() override {}
+  bool ready() override { return true; }
+};
+
+class CpuDevice final : public Device {
+ public:
+  explicit CpuDevice(const DeviceOptions& o)
+      : Device(DeviceKind::cpu, make_cpu_backend()),
+        device_(MemoryKind::device, "device", o.device_mem, 64, Pinning::none),
+        pinned_(MemoryKind::pinned_host, "host", o.host_mem, kDirectIoAlign, o.pinning),
+        pageable_(MemoryKind::pageable_host, "pageable host", kUnlimited, 64, Pinning::none) {}
+
+  Allocator& allocator(MemoryKind k) override {
+    switch (k) {
+      case MemoryKind::device:
+        return device_;
+      case MemoryKind::pinned_host:
+        return pinned_;
+      case MemoryKind::pageable_host:
+        break;
+    }
+    return pageable_;
+  }
+  std::unique_ptr<Stream> create_stream() override { return std::make_unique<CpuStream>(); }
+  std::unique_ptr<Event> create_event() override { return std::make_unique<CpuEvent>(); }
+  std::string pin_error() const override { return pinned_.pin_error(); }
+
+ private:
+  CpuAllocator device_, pinned_, pageable_;
+};
+
+}  // namespace
+
+std::unique_ptr<Device> make_cpu_device(const DeviceOptions& opt) { return std::make_unique<CpuDevice>(opt); }
+
+}  // namespace tz

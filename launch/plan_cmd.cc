@@ -1,0 +1,53 @@
+// `tierzero plan`: the memory plan `train` would allocate for the same flags, printed per rank
+// without allocating anything (and without MPI: the world size is a flag).
+#include <boost/program_options.hpp>
+#include <cstdio>
+
+#include "core/error.h"
+#include "launch/commands.h"
+#include "launch/parse_args.h"
+#include "launch/train_flags.h"
+#include "train/trainer.h"
+
+namespace po = boost::program_options;
+
+namespace tz {
+
+int plan_command(const std::vector<std::string>& args) {
+  TrainFlags f;
+  int world = 1, rank = -1;
+  po::options_description desc(
+      "tierzero plan: print the memory plan of a training run (every buffer each rank would allocate, by "
+      "state "
+      "class and tier, against the budgets) without allocating it\n\nflags: every `tierzero train` flag, "
+      "plus");
+  desc.add_options()("world", po::value(&world)->default_value(world),
+                     "number of ranks the job would run on")(
+      "rank", po::value(&rank)->default_value(rank), "print only this rank's plan (-1: every distinct plan)");
+  add_train_flags(desc, f);
+  po::variables_map vm;
+  if (!parse_args(args, desc, vm, "plan")) return 0;
+  resolve_train_flags(f, vm);
+  TZ_CHECK(world >= 1, "--world must be at least 1, got ", world);
+  TZ_CHECK(rank >= -1 && rank < world, "--rank must be in [0, ", world, ") or -1, got ", rank);
+  bool fits = true;
+  std::string last;
+  for (int r = rank < 0 ? 0 : rank; r < (rank < 0 ? world : rank + 1); ++r) {
+    const MemoryPlan plan = plan_memory(plan_inputs(f.o, world, r));
+    std::string table = plan.table();
+    // Ranks own shards of the same sizes: print a rank's plan only when it differs from the one before.
+    std::string body = table.substr(table.find('\n'));
+    if (body != last) std::printf("%s\n", table.c_str());
+    last = body;
+    try {
+      plan.check_fits();
+    } catch (const Error& e) {
+      fits = false;
+      std::printf("rank %d does not fit: %s\n", r, e.what());
+    }
+  }
+  std::printf("%s\n", fits ? "the plan fits every budget" : "the plan does not fit (see above)");
+  return fits ? 0 : 1;
+}
+
+}  // namespace tz

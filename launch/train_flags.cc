@@ -1,0 +1,180 @@
+// The training flags and their resolution (see train_flags.h).
+#include "launch/train_flags.h"
+
+#include "core/error.h"
+#include "launch/ds_config.h"
+#include "launch/parse_args.h"
+#include "model/safetensors.h"
+
+namespace po = boost::program_options;
+
+namespace tz {
+
+void add_train_flags(po::options_description& desc, TrainFlags& f) {
+  add_model_flags(desc, f.mf);
+  desc.add_options()("help,h", "print this help")(
+      "data", po::value(&f.o.data)->default_value(f.o.data),
+      "training tokens: an llm.c .bin file (magic 20240520) or a raw uint16 file; 'default' is the built-in "
+      "byte-level corpus (the license texts in /usr/share/common-licenses, first 90%)")(
+      "val-data", po::value(&f.o.val_data)->default_value(""),
+      "validation tokens (with --data default: the corpus' last 10%)")(
+      "init-from", po::value(&f.o.init_from)->default_value(""),
+      "start from a Hugging Face GPT-2 safetensors file (F32, F16 or BF16); the file sets the sizes, the "
+      "head count comes from --n-head or the GPT-2 preset of the same width")(
+      "save-safetensors", po::value(&f.o.save_safetensors)->default_value(""),
+      "after training, write the model as GPT2LMHeadModel safetensors (F32)")(
+      "metrics", po::value(&f.o.metrics)->default_value(""),
+      "write one JSON object per step (and per validation) to this JSONL file, created anew")(
+      "steps", po::value(&f.o.steps)->default_value(f.o.steps), "optimizer steps")(
+      "micro-batch", po::value(&f.o.micro_batch)->default_value(f.o.micro_batch),
+      "sequences per micro-batch on each rank")("lr", po::value(&f.o.lr.lr)->default_value(f.o.lr.lr),
+                                                "peak learning rate")(
+      "min-lr", po::value(&f.o.lr.min_lr)->default_value(f.o.lr.min_lr),
+      "final learning rate of the cosine schedule")(
+      "warmup", po::value(&f.o.lr.warmup)->default_value(f.o.lr.warmup), "linear warm-up steps")(
+      "lr-schedule", po::value(&f.schedule)->default_value(f.schedule), "after warm-up: constant or cosine")(
+      "weight-decay", po::value(&f.o.adam.weight_decay)->default_value(f.o.adam.weight_decay),
+      "AdamW decoupled weight decay (matrices and embeddings; not biases or LayerNorm)")(
+      "beta1", po::value(&f.o.adam.beta1)->default_value(f.o.adam.beta1), "AdamW beta1")(
+      "beta2", po::value(&f.o.adam.beta2)->default_value(f.o.adam.beta2), "AdamW beta2")(
+      "eps", po::value(&f.o.adam.eps)->default_value(f.o.adam.eps), "AdamW epsilon")(
+      "grad-clip", po::value(&f.o.adam.grad_clip)->default_value(f.o.adam.grad_clip),
+      "clip the global gradient norm to this (0: off)")("seed", po::value(&f.o.seed)->default_value(f.o.seed),
+                                                        "seed for initialisation and shuffling")(
+      "shuffle", po::bool_switch(&f.o.shuffle), "visit the batches of each epoch in a seeded random order")(
+      "dtype", po::value(&f.dtype)->default_value(f.dtype),
+      "compute dtype: fp32; bf16 (bf16 matmul inputs, fp32 accumulation, fp32 master weights); fp16 (the "
+      "same "
+      "with dynamic loss scaling)")("checkpoint-activations", po::bool_switch(&f.ckpt),
+                                    "keep only each block's input; recompute in backward")(
+      "device", po::value(&f.device)->default_value(f.device),
+      "cpu (cuda training arrives with the CUDA backend)")(
+      "device-mem", po::value(&f.device_mem)->default_value(f.device_mem),
+      "device memory budget, e.g. 512M, 8G (powers of 1024; on cpu: host memory the run may use)")(
+      "val-every", po::value(&f.o.val_every)->default_value(f.o.val_every),
+      "validate every N steps (0: only after the last step)")(
+      "val-batches", po::value(&f.o.val_batches)->default_value(f.o.val_batches),
+      "micro-batches per validation")("log-every", po::value(&f.o.log_every)->default_value(f.o.log_every),
+                                      "print a progress line every N steps (0: none)")(
+      "config", po::value(&f.config)->default_value(""),
+      "DeepSpeed-style JSON config (train_micro_batch_size_per_gpu, zero_optimization, fp16, bf16, "
+      "optimizer, ...); "
+      "flags given on the command line override it (docs/configuration.md)")(
+      "zero-stage", po::value(&f.o.zero.stage)->default_value(f.o.zero.stage),
+      "ZeRO stage: 0 data parallel, 1 shard optimizer states, 2 + gradients, 3 + parameters")(
+      "grad-accum", po::value(&f.o.grad_accum)->default_value(f.o.grad_accum),
+      "micro-steps per optimizer step")(
+      "reduce-bucket-size", po::value(&f.reduce_bucket)->default_value("5e8"),
+      "gradient elements reduced per collective (zero_optimization.reduce_bucket_size)")(
+      "allgather-bucket-size", po::value(&f.allgather_bucket)->default_value("5e8"),
+      "parameter elements all-gathered per batch after the step, stages 1-2 (allgather_bucket_size)")(
+      "prefetch-bucket-size", po::value(&f.prefetch_bucket)->default_value("5e7"),
+      "stage 3: parameter elements gathered ahead of use (stage3_prefetch_bucket_size)")(
+      "max-live-parameters", po::value(&f.max_live)->default_value("1e9"),
+      "stage 3: gathered parameter elements alive at once (stage3_max_live_parameters)")(
+      "param-persistence-threshold", po::value(&f.persistence)->default_value("1e5"),
+      "stage 3: a flat group (one block, the embeddings, the final norm) smaller than this stays whole on "
+      "every "
+      "rank (stage3_param_persistence_threshold, applied per group)")(
+      "loss-scale", po::value(&f.o.fp16.loss_scale)->default_value(f.o.fp16.loss_scale),
+      "fp16: static loss scale (0: dynamic)")(
+      "initial-scale-power",
+      po::value(&f.o.fp16.initial_scale_power)->default_value(f.o.fp16.initial_scale_power),
+      "fp16: the dynamic scale starts at 2^this")(
+      "loss-scale-window", po::value(&f.o.fp16.loss_scale_window)->default_value(f.o.fp16.loss_scale_window),
+      "fp16: steps without overflow before the scale doubles")(
+      "hysteresis", po::value(&f.o.fp16.hysteresis)->default_value(f.o.fp16.hysteresis),
+      "fp16: overflows before the scale halves")(
+      "min-loss-scale", po::value(&f.o.fp16.min_loss_scale)->default_value(f.o.fp16.min_loss_scale),
+      "fp16: the scale never drops below this")(
+      "offload-optimizer", po::value(&f.offload_opt)->default_value("none"),
+      "where the fp32 master weights and Adam states live: none (the device), cpu (the host tier; Adam runs "
+      "there, vectorised) or nvme (zero_optimization.offload_optimizer.device)")(
+      "offload-param", po::value(&f.offload_param)->default_value("none"),
+      "stage 3: where the parameter shards live between uses: none, cpu or nvme "
+      "(zero_optimization.offload_param.device)")("offload-ratio", po::value(&f.ratio)->default_value(1.0),
+                                                  "with --offload-optimizer cpu: the share of the optimizer "
+                                                  "states on the host tier; the rest stays on the "
+                                                  "device, in whole flat groups (offload_optimizer.ratio)")(
+      "offload-ratio-master", po::value(&f.ratio_master)->default_value(-1.0),
+      "the same for the fp32 master weights only (-1: --offload-ratio)")(
+      "offload-ratio-m", po::value(&f.ratio_m)->default_value(-1.0),
+      "the same for Adam m only (-1: --offload-ratio)")("offload-ratio-v",
+                                                        po::value(&f.ratio_v)->default_value(-1.0),
+                                                        "the same for Adam v only (-1: --offload-ratio)")(
+      "offload-activations", po::value(&f.offload_act)->default_value("none"),
+      "where the activation checkpoints (each block's input) live: none (the device) or cpu")(
+      "host-mem", po::value(&f.host_mem)->default_value("unlimited"), "budget of the host tier, e.g. 16G")(
+      "nvme-mem", po::value(&f.nvme_mem)->default_value("unlimited"), "budget of the nvme tier, e.g. 500G")(
+      "nvme-path", po::value(&f.o.offload.nvme_paths)->composing(),
+      "a folder for the nvme tier's swap files (repeat to stripe over several drives)")(
+      "pin-memory", po::bool_switch(&f.o.offload.pin_memory),
+      "require the host tier to be locked in RAM (it is "
+      "locked where the memlock limit allows anyway; with this flag a refused lock is an error, unless "
+      "--allow-unpinned)")(
+      "allow-unpinned", po::bool_switch(&f.o.offload.allow_unpinned),
+      "with --pin-memory: keep going with unlocked memory when the memlock limit refuses")(
+      "comm-timeout", po::value(&f.comm_timeout)->default_value(f.comm_timeout),
+      "seconds a collective may wait for the other ranks before the job is stopped");
+}
+
+void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
+  f.o.device = parse_device_kind(f.device);
+  TZ_CHECK(f.o.device == DeviceKind::cpu,
+           "--device cuda: this build trains on the cpu only; the CUDA training ",
+           "backend is not implemented yet (use --device cpu)");
+  f.o.model_name = resolve_model_name(f.mf);
+  if (!f.o.init_from.empty()) {
+    f.o.model = infer_gpt_config_from_safetensors(f.o.init_from, 1);
+    f.o.model =
+        infer_gpt_config_from_safetensors(f.o.init_from, head_count_for(f.o.model, f.mf, f.o.init_from));
+    if (f.mf.seq_len > f.o.model.max_seq_len)
+      TZ_FAIL("--seq-len ", f.mf.seq_len, " exceeds the position table of ", f.o.init_from, " (",
+              f.o.model.max_seq_len, " rows)");
+    f.o.model_name = f.o.init_from;
+  } else {
+    f.o.model = resolve_model(f.mf);
+  }
+  f.o.seq_len = f.mf.seq_len;
+  f.o.dtype = parse_compute_dtype(f.dtype);
+  f.o.lr.schedule = parse_lr_schedule(f.schedule);
+  f.o.device_mem = parse_bytes(f.device_mem);
+  f.o.checkpointing = f.ckpt ? ActivationCheckpointing::per_block : ActivationCheckpointing::off;
+  f.o.zero.reduce_bucket_size = parse_count("reduce-bucket-size", f.reduce_bucket);
+  f.o.zero.allgather_bucket_size = parse_count("allgather-bucket-size", f.allgather_bucket);
+  f.o.zero.prefetch_bucket_size = parse_count("prefetch-bucket-size", f.prefetch_bucket);
+  f.o.zero.max_live_parameters = parse_count("max-live-parameters", f.max_live);
+  f.o.zero.param_persistence_threshold = parse_count("param-persistence-threshold", f.persistence);
+  f.o.offload.optimizer = parse_offload_device(f.offload_opt, "--offload-optimizer");
+  f.o.offload.param = parse_offload_device(f.offload_param, "--offload-param");
+  f.o.offload.activations = parse_offload_device(f.offload_act, "--offload-activations");
+  f.o.offload.host_mem = parse_bytes(f.host_mem);
+  f.o.offload.host_ratio_master = f.o.offload.host_ratio_m = f.o.offload.host_ratio_v = f.ratio;
+  f.o.offload.nvme_mem = parse_bytes(f.nvme_mem);
+  // The file fills what the command line left at its defaults.
+  if (!f.config.empty())
+    load_ds_config(f.config, f.o,
+                   [&](const std::string& flag) { return vm.count(flag) && !vm[flag].defaulted(); });
+  TZ_CHECK(f.o.zero.stage >= 0 && f.o.zero.stage <= 3, "--zero-stage must be 0, 1, 2 or 3, got ",
+           f.o.zero.stage);
+  // Per-class ratios override the common one (from the flag or the file).
+  if (f.ratio_master >= 0) f.o.offload.host_ratio_master = f.ratio_master;
+  if (f.ratio_m >= 0) f.o.offload.host_ratio_m = f.ratio_m;
+  if (f.ratio_v >= 0) f.o.offload.host_ratio_v = f.ratio_v;
+  for (double r : {f.o.offload.host_ratio_master, f.o.offload.host_ratio_m, f.o.offload.host_ratio_v})
+    TZ_CHECK(r >= 0 && r <= 1, "offload ratios must be in [0, 1], got ", r);
+  TZ_CHECK(f.comm_timeout > 0, "--comm-timeout must be positive, got ", f.comm_timeout);
+  TZ_CHECK(f.o.lr.lr > 0, "--lr must be positive, got ", f.o.lr.lr);
+  TZ_CHECK(f.o.adam.beta1 >= 0 && f.o.adam.beta1 < 1 && f.o.adam.beta2 >= 0 && f.o.adam.beta2 < 1,
+           "--beta1 and --beta2 must be in [0, 1), got ", f.o.adam.beta1, " and ", f.o.adam.beta2);
+  TZ_CHECK(f.o.adam.eps > 0, "--eps must be positive, got ", f.o.adam.eps);
+  TZ_CHECK(f.o.adam.grad_clip >= 0, "--grad-clip must be >= 0 (0: off), got ", f.o.adam.grad_clip);
+  TZ_CHECK(f.o.zero.reduce_bucket_size >= 1 && f.o.zero.allgather_bucket_size >= 1,
+           "--reduce-bucket-size and --allgather-bucket-size must be at least 1 element");
+  TZ_CHECK(f.o.fp16.initial_scale_power >= 0 && f.o.fp16.initial_scale_power <= 127,
+           "--initial-scale-power must be in 0..127 (the scale must be a finite float), got ",
+           f.o.fp16.initial_scale_power);
+  TZ_CHECK(f.o.fp16.min_loss_scale > 0, "--min-loss-scale must be positive, got ", f.o.fp16.min_loss_scale);
+}
+
+}  // namespace tz

@@ -1,0 +1,342 @@
+// The training loop: a Run holds what one job allocates; train() drives it step by step.
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "core/backend.h"
+#include "core/error.h"
+#include "core/metrics.h"
+#include "model/data_loader.h"
+#include "model/gpt.h"
+#include "model/gpt_init.h"
+#include "model/safetensors.h"
+#include "train/corpus_data.h"
+#include "train/step_metrics.h"
+#include "zero/engine.h"
+
+namespace tz {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+void check_options(const TrainOptions& opt, int world) {
+  TZ_CHECK(opt.steps >= 1, "--steps must be at least 1, got ", opt.steps);
+  TZ_CHECK(opt.micro_batch >= 1, "--micro-batch must be at least 1, got ", opt.micro_batch);
+  TZ_CHECK(opt.grad_accum >= 1, "--grad-accum must be at least 1, got ", opt.grad_accum);
+  if (opt.train_batch_size > 0)
+    TZ_CHECK(opt.train_batch_size == opt.micro_batch * opt.grad_accum * world, "train_batch_size ",
+             opt.train_batch_size, " must equal train_micro_batch_size_per_gpu (", opt.micro_batch,
+             ") x gradient_accumulation_steps (", opt.grad_accum, ") x world size (", world,
+             ") = ", opt.micro_batch * opt.grad_accum * world);
+}
+
+DeviceOptions device_options(const TrainOptions& opt) {
+  DeviceOptions d;
+  d.device_mem = opt.device_mem;
+  d.host_mem = opt.offload.host_mem;
+  d.pinning =
+      opt.offload.pin_memory && !opt.offload.allow_unpinned ? Pinning::required : Pinning::best_effort;
+  return d;
+}
+
+// Everything one job allocates, in dependency order: the plan first, then what is allocated from it.
+struct Run {
+  Run(const TrainOptions& opt, Communicator& comm, const TrainHooks& hooks)
+      : plan(plan_memory(plan_inputs(opt, comm.size(), comm.rank()))) {
+    plan.check_fits();
+    dev = make_device(opt.device, device_options(opt));
+    stream = dev->create_stream();
+    done = dev->create_event();
+    planned = std::make_unique<PlannedBuffers>(*dev, plan.buffers);
+    CorpusData corpus = load_corpus(opt);
+    train_loader = std::make_unique<DataLoader>(std::move(corpus.train), opt.micro_batch, opt.seq_len,
+                                                comm.rank(), comm.size(), opt.seed, opt.shuffle,
+                                                opt.model.vocab_size, corpus.train_name);
+    if (!corpus.val.empty())
+      val_loader =
+          std::make_unique<DataLoader>(std::move(corpus.val), opt.micro_batch, opt.seq_len, comm.rank(),
+                                       comm.size(), opt.seed, false, opt.model.vocab_size, corpus.val_name);
+    EngineConfig ec{opt.adam, opt.lr, opt.fp16, opt.grad_accum};
+    ec.lr.total_steps = opt.steps;
+    std::vector<std::vector<float>> loaded;  // --init-from: the file's groups, handed out one by one
+    if (!opt.init_from.empty()) load_gpt_safetensors(opt.init_from, plan.layout, loaded);
+    auto init = [&](int g, std::vector<float>& values) {
+      if (loaded.empty()) return init_gpt_group(opt.model, plan.layout, opt.seed, g, values);
+      values = std::move(loaded[g]);
+      loaded[g] = {};
+    };
+    engine = std::make_unique<Engine>(*dev, *stream, comm, plan, *planned, ec, init, hooks.engine);
+    const MemoryKind ckpt =
+        opt.offload.activations == Tier::host ? MemoryKind::pinned_host : MemoryKind::device;
+    model = std::make_unique<Gpt>(*dev, opt.model, GptShape{opt.micro_batch, opt.seq_len}, opt.dtype,
+                                  opt.checkpointing, *planned, ckpt);
+    losses = planned->take<double>(kLossSums);
+    readback = planned->take<double>(kLossReadback);
+    dev->backend().memset_async(*stream, losses.data(), 0, losses.bytes());
+    planned->expect_all_taken();  // what was allocated is exactly what the plan lists
+  }
+
+  // The sum over ranks of slot i of the loss sums, read back to the host, and the slot zeroed.
+  double reduce_loss(Communicator& comm, int i) {
+    Backend& be = dev->backend();
+    if (comm.size() > 1) comm.all_reduce(losses.data() + i, 1, DType::f64)->wait(*stream);
+    be.copy_async(*stream, readback.data() + i, losses.data() + i, sizeof(double));
+    be.memset_async(*stream, losses.data() + i, 0, sizeof(double));
+    done->record(*stream);
+    done->synchronize();
+    return readback.data()[i];
+  }
+
+  MemoryPlan plan;
+  std::unique_ptr<Device> dev;
+  std::unique_ptr<Stream> stream;
+  std::unique_ptr<Event> done;
+  std::unique_ptr<PlannedBuffers> planned;
+  std::unique_ptr<DataLoader> train_loader, val_loader;
+  std::unique_ptr<Engine> engine;
+  std::unique_ptr<Gpt> model;
+  Buffer<double> losses, readback;
+};
+
+std::string startup_line(const TrainOptions& opt, const MemoryPlan& plan, int world) {
+  const GptConfig& cfg = opt.model;
+  char line[640];
+  std::snprintf(
+      line, sizeof line,
+      "model %s: %d layers, %d heads, %d embd, vocab %d (padded %d), %.2fM params | %s | %d rank%s, ZeRO "
+      "stage %d | micro-batch %d x seq %d x accum %d | per rank: device %s of %s (states %s), host %s of "
+      "%s (states %s), nvme %s",
+      opt.model_name.c_str(), cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.vocab_size, cfg.padded_vocab_size,
+      cfg.num_parameters_unpadded() / 1e6, std::string(dtype_name(opt.dtype)).c_str(), world,
+      world == 1 ? "" : "s", opt.zero.stage, opt.micro_batch, opt.seq_len, opt.grad_accum,
+      format_bytes(plan.total(Tier::device)).c_str(), format_bytes(opt.device_mem).c_str(),
+      format_bytes(plan.state_bytes(Tier::device)).c_str(), format_bytes(plan.total(Tier::host)).c_str(),
+      format_bytes(opt.offload.host_mem).c_str(), format_bytes(plan.state_bytes(Tier::host)).c_str(),
+      format_bytes(plan.total(Tier::nvme)).c_str());
+  return line;
+}
+
+}  // namespace
+
+PlanInputs plan_inputs(const TrainOptions& opt, int world, int rank) {
+  PlanInputs in;
+  in.model = opt.model;
+  in.shape = GptShape{opt.micro_batch, opt.seq_len};
+  in.dtype = opt.dtype;
+  in.checkpointing = opt.checkpointing;
+  in.zero = opt.zero;
+  in.offload = opt.offload;
+  in.world = world;
+  in.rank = rank;
+  in.budget[0] = opt.device_mem;
+  in.budget[1] = opt.offload.host_mem;
+  in.budget[2] = opt.offload.nvme_mem;
+  return in;
+}
+
+namespace {
+
+// One job's loop state on top of a Run: the step, validation, logging and metrics.
+class Loop {
+ public:
+  Loop(const TrainOptions& opt, Communicator& comm, const LogFn& log, const TrainHooks& hooks, Run& run)
+      : opt_(opt),
+        comm_(comm),
+        log_(log),
+        hooks_(hooks),
+        run_(run),
+        metrics_(comm.rank() == 0 ? opt.metrics : std::string()),
+        BT_(std::size_t(opt.micro_batch) * opt.seq_len),
+        inputs_(BT_),
+        targets_(BT_) {}
+
+  void step(int s, TrainResult& result);
+  void validate(int s, TrainResult& result);
+
+ private:
+  void log(const std::string& line) const {
+    if (comm_.rank() == 0) log_(line);
+  }
+  void report(int s, float loss, const StepStats& st, const StepTimes& t, const CommStats& before,
+              TrainResult& result);
+
+  const TrainOptions& opt_;
+  Communicator& comm_;
+  const LogFn& log_;
+  const TrainHooks& hooks_;
+  Run& run_;
+  MetricsWriter metrics_;
+  std::size_t BT_;
+  std::vector<std::int32_t> inputs_, targets_;
+};
+
+void Loop::step(int s, TrainResult& result) {
+  const CommStats before = comm_.stats();
+  StepTimes t;
+  const auto t0 = Clock::now();
+  const float dscale = run_.engine->dloss_scale();
+  for (int micro = 0; micro < opt_.grad_accum; ++micro) {
+    auto ta = Clock::now();
+    run_.train_loader->next_batch(inputs_.data(), targets_.data());
+    auto tb = Clock::now();
+    run_.engine->begin_micro_step(micro == opt_.grad_accum - 1);
+    run_.model->forward(*run_.engine, inputs_.data(), targets_.data(), dscale, run_.losses.data(),
+                        *run_.stream);
+    auto tc = Clock::now();
+    run_.model->backward(*run_.engine, *run_.stream);
+    run_.engine->end_micro_step();
+    if (hooks_.before_step && micro == opt_.grad_accum - 1) hooks_.before_step(s, *run_.engine);
+    t.data += std::chrono::duration<double, std::milli>(tb - ta).count();
+    t.forward += std::chrono::duration<double, std::milli>(tc - tb).count();
+    t.backward += ms_since(tc);
+  }
+  const auto t3 = Clock::now();
+  const StepStats st = run_.engine->step();
+  t.optimizer = ms_since(t3);
+  const double tokens = double(BT_) * opt_.grad_accum * comm_.size();
+  const float loss = float(run_.reduce_loss(comm_, 0) / tokens);
+  TZ_CHECK(std::isfinite(loss) || opt_.dtype == DType::f16, "the training loss is ", loss, " at step ", s,
+           ": training diverged; lower --lr or raise --warmup");
+  t.step = ms_since(t0);
+  report(s, loss, st, t, before, result);
+}
+
+void Loop::report(int s, float loss, const StepStats& st, const StepTimes& t, const CommStats& before,
+                  TrainResult& result) {
+  result.losses.push_back(loss);
+  result.loss_scales.push_back(st.loss_scale);
+  result.mean_step_ms += t.step / opt_.steps;
+  if (st.skipped) {
+    result.skipped_steps.push_back(s);
+    char b[160];
+    std::snprintf(b, sizeof b,
+                  "step %d skipped on every rank: fp16 gradient overflow at loss scale %g (now %g)", s,
+                  st.loss_scale, run_.engine->dloss_scale() * opt_.grad_accum);
+    log(b);
+  }
+  const CommStats after = comm_.stats();
+  const double wait_ms = comm_wait_ms(after, before);
+  const double tok_s = double(BT_) * opt_.grad_accum * comm_.size() / (t.step / 1000.0);
+  MemoryBudget& dev = run_.dev->budget(MemoryKind::device);
+  MemoryBudget& host = run_.dev->budget(MemoryKind::pinned_host);
+  if (opt_.log_every > 0 && (s % opt_.log_every == 0 || s == 1 || s == opt_.steps)) {
+    char line[400];
+    std::snprintf(line, sizeof line,
+                  "step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %8.1f ms (comm wait %.1f) | %.0f tok/s | "
+                  "device %s | "
+                  "host %s | optimizer %.1f ms",
+                  s, opt_.steps, loss, st.lr, st.grad_norm, t.step, wait_ms, tok_s,
+                  format_bytes(dev.used()).c_str(), format_bytes(host.used()).c_str(), t.optimizer);
+    log(line);
+  }
+  nlohmann::json rec = {
+      {"step", s},
+      {"loss", loss},
+      {"lr", st.lr},
+      {"grad_norm", st.grad_norm},
+      {"loss_scale", st.loss_scale},
+      {"skipped", st.skipped},
+      {"tokens_per_s", tok_s},
+      {"ms",
+       {{"data", t.data},
+        {"forward", t.forward},
+        {"backward", t.backward},
+        {"optimizer", t.optimizer},
+        {"comm_wait", wait_ms},
+        {"step", t.step}}},
+      {"comm", comm_record(after, before)},
+      {"comm_overlap", comm_overlap_record(after, before)},
+      {"offload", offload_record(*run_.engine, t)},
+      {"bytes", {{"device", dev.used()}, {"host", host.used()}, {"nvme", run_.engine->nvme_budget().used()}}},
+      {"peak_bytes",
+       {{"device", dev.peak()}, {"host", host.peak()}, {"nvme", run_.engine->nvme_budget().peak()}}}};
+  metrics_.write(rec);
+  result.metrics.push_back(std::move(rec));
+}
+
+void Loop::validate(int s, TrainResult& result) {
+  DataLoader* val = run_.val_loader.get();
+  if (!val) return;
+  val->reset();
+  const int n = std::max(1, std::min<int>(opt_.val_batches, int(val->batches_per_epoch())));
+  for (int i = 0; i < n; ++i) {
+    val->next_batch(inputs_.data(), targets_.data());
+    run_.engine->begin_micro_step(false);
+    run_.model->forward(*run_.engine, inputs_.data(), targets_.data(), 1.0f, run_.losses.data() + 1,
+                        *run_.stream);
+  }
+  result.val_loss = float(run_.reduce_loss(comm_, 1) / (double(BT_) * n * comm_.size()));
+  TZ_CHECK(std::isfinite(result.val_loss), "the validation loss is ", result.val_loss, " at step ", s,
+           ": training diverged; lower --lr or raise --warmup");
+  char b[128];
+  std::snprintf(b, sizeof b, "step %d | val loss %.4f (%d batches x %d rank%s)", s, result.val_loss, n,
+                comm_.size(), comm_.size() == 1 ? "" : "s");
+  log(b);
+  nlohmann::json rec = {{"step", s}, {"val_loss", result.val_loss}};
+  metrics_.write(rec);
+  result.metrics.push_back(rec);
+}
+
+void export_model(const TrainOptions& opt, Communicator& comm, Run& run, const LogFn& log) {
+  std::vector<std::vector<float>> full;
+  for (std::size_t g = 0; g < run.plan.layout.groups.size(); ++g)
+    full.push_back(run.engine->gather_master(int(g)));
+  if (comm.rank() == 0) {
+    std::vector<const float*> groups;
+    for (auto& f : full) groups.push_back(f.data());
+    save_gpt_safetensors(opt.save_safetensors, run.plan.layout, groups, DType::f32);
+    log("saved " + opt.save_safetensors);
+  }
+  if (comm.size() > 1) comm.barrier()->wait();
+}
+
+}  // namespace
+
+TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_fn, const TrainHooks& hooks) {
+  check_options(opt, comm.size());
+  const LogFn log =
+      log_fn ? log_fn
+             : LogFn([](const std::string& s) { std::printf("%s\n", s.c_str()), std::fflush(stdout); });
+  Run run(opt, comm, hooks);
+  if (comm.rank() == 0) {
+    log(startup_line(opt, run.plan, comm.size()));
+    log(run.plan.table());
+  }
+  TrainResult result;
+  Loop loop(opt, comm, log, hooks, run);
+  for (int s = 1; s <= opt.steps; ++s) {
+    loop.step(s, result);
+    if (opt.val_every > 0 && s % opt.val_every == 0 && s != opt.steps) loop.validate(s, result);
+  }
+  loop.validate(opt.steps, result);
+  for (int i = 0; i < 3; ++i) {
+    result.plan_bytes[i] = run.plan.total(Tier(i));
+    result.peak_bytes[i] =
+        i == 2 ? run.engine->nvme_budget().peak()
+               : run.dev->budget(i == 0 ? MemoryKind::device : MemoryKind::pinned_host).peak();
+  }
+  result.persistent_bytes = run.plan.state_bytes(Tier::device);
+  result.host_persistent_bytes = run.plan.state_bytes(Tier::host);
+  if (comm.rank() == 0) {
+    std::string cmp = "memory: planned vs allocated peak per rank:";
+    for (int i = 0; i < 3; ++i)
+      cmp.append(" ")
+          .append(tier_name(Tier(i)))
+          .append(" ")
+          .append(format_bytes(result.plan_bytes[i]))
+          .append(" / ")
+          .append(format_bytes(result.peak_bytes[i]));
+    log(cmp);
+  }
+  if (!opt.save_safetensors.empty()) export_model(opt, comm, run, log);
+  return result;
+}
+
+}  // namespace tz

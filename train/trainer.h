@@ -1,0 +1,41 @@
+// The training loop every rank runs: plan -> allocate -> data -> forward -> backward (x grad_accum) ->
+// optimizer step, with a progress line and per-step JSONL metrics on rank 0, validation, and the
+// safetensors export. It sits above the engine (zero/) and the model (model/).
+#pragma once
+
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "train/train_hooks.h"
+#include "train/train_options.h"
+#include "zero/memory_plan.h"
+
+namespace tz {
+
+struct TrainResult {
+  std::vector<float> losses;       // per step: the training loss averaged over micro-steps and ranks
+  std::vector<int> skipped_steps;  // 1-based steps skipped for fp16 overflow
+  std::vector<float> loss_scales;  // per step: the loss scale its backward used (1 without fp16)
+  float val_loss = -1;             // last validation loss, -1 when there was no validation data
+  double mean_step_ms = 0;
+  std::size_t persistent_bytes = 0;       // the plan's params, grads and optimizer states on the device
+  std::size_t host_persistent_bytes = 0;  // the same on the host tier (offloaded states)
+  std::size_t plan_bytes[3] = {0, 0, 0};  // the printed plan's total per tier (device, host, nvme)
+  std::size_t peak_bytes[3] = {0, 0, 0};  // peak per tier, as the allocators' budgets saw it
+  std::vector<nlohmann::json> metrics;    // the per-step records written to --metrics
+};
+
+using LogFn = std::function<void(const std::string&)>;
+
+// What train() plans for these options on one rank (a pure function; `tierzero plan` prints it).
+PlanInputs plan_inputs(const TrainOptions& opt, int world, int rank);
+
+// Runs a whole training job; every rank of `comm` calls it. Progress lines go to `log` on rank 0
+// (stdout by default).
+TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log = nullptr,
+                  const TrainHooks& hooks = {});
+
+}  // namespace tz

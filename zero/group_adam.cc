@@ -1,0 +1,29 @@
+// group_adamw: the tensor walk over a group range, then the CPU Adam (or its memory pass) per tensor.
+#include "zero/group_adam.h"
+
+#include <algorithm>
+
+#include "core/cpu_adam.h"
+#include "model/gpt_init.h"
+
+namespace tz {
+
+void group_adamw(const GroupSpec& spec, std::size_t lo, std::size_t n, float* p, float* m, float* v,
+                 const float* g, void* out, DType working, const AdamStep& adam, float wd, AdamPass pass) {
+  const std::size_t es = dtype_size(working);
+  for (const TensorSpec& t : spec.tensors) {
+    const std::size_t a = std::max(lo, t.offset), b = std::min(lo + n, t.offset + t.count);
+    if (a >= b) continue;
+    const std::size_t off = a - lo;
+    void* w = out ? static_cast<char*>(out) + off * es : nullptr;
+    if (pass == AdamPass::memory_limit) {
+      cpu_adam_memory_pass(cpu_adam_isa_choice(), p + off, m + off, v + off, g + off, b - a, w, working);
+      continue;
+    }
+    AdamStep s = adam;
+    s.weight_decay = is_decayed(t) ? wd : 0.0f;
+    cpu_adamw(p + off, m + off, v + off, g + off, b - a, s, w, working);
+  }
+}
+
+}  // namespace tz

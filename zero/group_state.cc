@@ -1,0 +1,17 @@
+// GroupState::take: the group's state buffers by their plan names.
+#include "zero/group_state.h"
+
+#include "zero/memory_plan.h"
+
+namespace tz {
+
+void GroupState::take(PlannedBuffers& planned) {
+  const std::string& n = spec->name;
+  if (planned.has(params_buffer(n))) params = planned.take<std::uint8_t>(params_buffer(n));
+  grad = planned.take<float>(grad_buffer(n));
+  if (planned.has(master_buffer(n))) master = planned.take<float>(master_buffer(n));
+  if (planned.has(adam_m_buffer(n))) m = planned.take<float>(adam_m_buffer(n));
+  if (planned.has(adam_v_buffer(n))) v = planned.take<float>(adam_v_buffer(n));
+}
+
+}  // namespace tz

@@ -1,0 +1,46 @@
+// One flat group's states on this rank, where its placement put them: the working params (whole or
+// this rank's shard), the gradient (whole accumulator or reduced shard), the fp32 master and Adam m, v
+// over the optimizer range (absent when they live on NVMe, the master when fp32 params serve as it).
+// Pointer helpers give each range's start, so the step never asks which stage it runs at.
+#pragma once
+
+#include <cstdint>
+
+#include "core/buffer_plan.h"
+#include "model/param_layout.h"
+#include "zero/placement.h"
+#include "zero/shard_map.h"
+
+namespace tz {
+
+struct GroupState {
+  int index = 0;
+  const GroupSpec* spec = nullptr;
+  GroupShards shards;
+  Shard shard;  // this rank's shard of the padded group
+  const GroupPlacement* place = nullptr;
+  DType working = DType::f32;
+  Buffer<std::uint8_t> params;
+  Buffer<float> grad, master, m, v;
+
+  // Takes the group's buffers from the plan.
+  void take(PlannedBuffers& planned);
+
+  // The working params of padded-group element e (which must be held here: whole, or in the shard).
+  std::uint8_t* params_at(std::size_t e) {
+    return params.data() + (e - (place->params_sharded ? shard.offset : 0)) * dtype_size(working);
+  }
+  // Optimizer-range element i (0 = opt_range.offset) of the reduced gradient, master, m and v.
+  float* grad_at(std::size_t i) {
+    return grad.data() + (place->grads_sharded ? 0 : place->opt_range.offset) + i;
+  }
+  float* master_at(std::size_t i) {
+    return place->master_is_params ? reinterpret_cast<float*>(params_at(place->opt_range.offset + i))
+                                   : master.data() + i;
+  }
+  // The reduced gradient over this rank's shard (what the global norm sums on every rank).
+  float* shard_grad() { return grad.data() + (place->grads_sharded ? 0 : shard.offset); }
+  std::size_t grad_count() const { return place->grads_sharded ? shards.shard_count : shards.padded; }
+};
+
+}  // namespace tz

@@ -1,0 +1,177 @@
+// plan_memory(): every buffer of this rank, from the placement and each component's own plan.
+#include "zero/memory_plan.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/error.h"
+#include "zero/optimizer_step.h"
+
+namespace tz {
+
+std::string params_buffer(const std::string& g) { return "params " + g; }
+std::string grad_buffer(const std::string& g) { return "grads " + g; }
+std::string master_buffer(const std::string& g) { return "fp32 master " + g; }
+std::string adam_m_buffer(const std::string& g) { return "adam m " + g; }
+std::string adam_v_buffer(const std::string& g) { return "adam v " + g; }
+
+namespace {
+
+MemoryKind kind_of(Tier t) { return t == Tier::host ? MemoryKind::pinned_host : MemoryKind::device; }
+Tier tier_of(MemoryKind k) { return k == MemoryKind::device ? Tier::device : Tier::host; }
+
+// A group's persistent states: working params, gradients, fp32 master, Adam m and v, where placed.
+void add_states(std::vector<BufferSpec>& v, const GroupSpec& spec, const GroupShards& sh,
+                const GroupPlacement& gp, DType working) {
+  const std::size_t es = dtype_size(working);
+  if (gp.params_home != Tier::nvme)
+    v.push_back({params_buffer(spec.name), "working params", kind_of(gp.params_home),
+                 (gp.params_sharded ? sh.shard_count : sh.padded) * es});
+  v.push_back({grad_buffer(spec.name), gp.grads_sharded ? "fp32 grad shards" : "fp32 grads",
+               kind_of(gp.grad_home), (gp.grads_sharded ? sh.shard_count : sh.padded) * 4});
+  const std::size_t n = gp.opt_range.count * 4;
+  if (gp.master_home != Tier::nvme && !gp.master_is_params)
+    v.push_back({master_buffer(spec.name), "fp32 master", kind_of(gp.master_home), n});
+  if (gp.m_home != Tier::nvme) v.push_back({adam_m_buffer(spec.name), "adam m", kind_of(gp.m_home), n});
+  if (gp.v_home != Tier::nvme) v.push_back({adam_v_buffer(spec.name), "adam v", kind_of(gp.v_home), n});
+}
+
+// Backward's transient full-size gradients where groups are reduced every micro-step: the embedding's
+// stays open through the whole backward (the tied LM head first, the encoder last) and has its own;
+// every other group shares one.
+void add_backward_grads(std::vector<BufferSpec>& v, const MemoryPlan& p) {
+  std::size_t big = 0, small = 0;
+  for (int g = 0; g < p.map.groups(); ++g) {
+    if (!p.placement.groups[g].grads_sharded) continue;
+    (g == p.placement.embedding_group ? big : small) =
+        std::max(g == p.placement.embedding_group ? big : small, p.map.group(g).padded);
+  }
+  if (big)
+    v.push_back({"backward gradient (embedding)", "backward gradient buffers", MemoryKind::device, big * 4});
+  if (small)
+    v.push_back(
+        {"backward gradient (one block)", "backward gradient buffers", MemoryKind::device, small * 4});
+}
+
+void append(std::vector<BufferSpec>& v, const std::vector<BufferSpec>& more) {
+  v.insert(v.end(), more.begin(), more.end());
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const PlanInputs& in) {
+  MemoryPlan p;
+  p.in = in;
+  p.layout = ParamLayout::build(in.model);
+  p.map = ShardMap(p.layout, in.world, in.rank);
+  p.placement = place(p.layout, p.map, in.dtype, in.zero, in.offload);
+  const Placement& pl = p.placement;
+  const std::size_t block = in.offload.aio_block_size;
+  std::vector<std::size_t> counts;
+  std::size_t largest_range = 0;
+  for (const GroupPlacement& gp : pl.groups) {
+    counts.push_back(gp.opt_range.count);
+    largest_range = std::max(largest_range, gp.opt_range.count);
+  }
+  p.update_chunk = std::min(optimizer_chunk_elems(in.offload.sub_group_size, block), largest_range);
+  if (in.offload.optimizer == Tier::nvme) {
+    p.optimizer_swap =
+        plan_optimizer_swap(counts, 0, in.offload.sub_group_size, in.offload.buffer_count, block);
+    p.update_chunk = p.optimizer_swap.chunk;
+  }
+  p.param_swap = plan_param_swap(p.map, pl, p.optimizer_swap.bytes, block, p.update_chunk);
+  p.nvme_bytes = p.optimizer_swap.bytes + p.param_swap.bytes;
+  if (pl.reduce)
+    p.buckets =
+        plan_buckets(p.map, pl.reduce_scatter, in.zero.reduce_bucket_size, Gpt::gradient_order(p.layout));
+  p.gathers = plan_gathers(p.map, pl, in.zero);
+
+  for (int g = 0; g < p.map.groups(); ++g)
+    add_states(p.buffers, p.layout.groups[g], p.map.group(g), pl.groups[g], in.dtype);
+  add_backward_grads(p.buffers, p);
+  bool host_grads = false;
+  for (const GroupPlacement& gp : pl.groups) host_grads |= gp.grad_home == Tier::host;
+  if (pl.reduce) append(p.buffers, GradReducer::buffers(p.map, p.buckets, host_grads));
+  append(p.buffers, ParamGatherer::buffers(p.gathers, in.dtype));
+  if (!p.optimizer_swap.counts.empty()) append(p.buffers, OptimizerSwapper::buffers(p.optimizer_swap));
+  append(p.buffers, ParamSwapper::buffers(p.param_swap));
+  append(p.buffers, OptimizerStep::buffers(p));
+  p.buffers.push_back({kLossSums, "scalars", MemoryKind::device, 2 * sizeof(double)});
+  p.buffers.push_back({kLossReadback, "scalars", MemoryKind::pinned_host, 2 * sizeof(double)});
+  const MemoryKind ckpt = in.offload.activations == Tier::host ? MemoryKind::pinned_host : MemoryKind::device;
+  p.model_buffers = Gpt::buffers(in.model, in.shape, in.dtype, in.checkpointing, ckpt);
+  append(p.buffers, p.model_buffers);
+  return p;
+}
+
+std::size_t MemoryPlan::total(Tier t) const {
+  if (t == Tier::nvme) return nvme_bytes;
+  return total_bytes(buffers, kind_of(t));
+}
+
+std::size_t MemoryPlan::state_bytes(Tier t) const {
+  std::size_t n = 0;
+  for (const BufferSpec& b : buffers)
+    if (tier_of(b.kind) == t &&
+        (b.cls == "working params" || b.cls == "fp32 grads" || b.cls == "fp32 grad shards" ||
+         b.cls == "fp32 master" || b.cls == "adam m" || b.cls == "adam v"))
+      n += b.bytes;
+  return n;
+}
+
+std::vector<PlanRow> MemoryPlan::rows() const {
+  std::vector<PlanRow> r;
+  auto add = [&](const std::string& what, Tier t, std::size_t bytes) {
+    for (PlanRow& x : r)
+      if (x.what == what && x.tier == t) return void(x.bytes += bytes);
+    r.push_back({what, t, bytes});
+  };
+  for (const BufferSpec& b : buffers) add(b.cls, tier_of(b.kind), b.bytes);
+  if (optimizer_swap.bytes) {
+    // Three arrays per group (master, m, v), each block-aligned: a third of the range each.
+    for (const char* c : {"fp32 master", "adam m", "adam v"}) add(c, Tier::nvme, optimizer_swap.bytes / 3);
+  }
+  if (param_swap.bytes) add("working params", Tier::nvme, param_swap.bytes);
+  return r;
+}
+
+std::string MemoryPlan::table() const {
+  std::string t = "memory plan (rank " + std::to_string(in.rank) + " of " + std::to_string(in.world) + "):\n";
+  char b[200];
+  for (const PlanRow& r : rows()) {
+    std::snprintf(b, sizeof b, "  %-40s %-6s %12s\n", r.what.c_str(), tier_name(r.tier).c_str(),
+                  format_bytes(r.bytes).c_str());
+    t += b;
+  }
+  for (int i = 0; i < 3; ++i) {
+    std::snprintf(b, sizeof b, "  %-40s %-6s %12s of %s\n", "total", tier_name(Tier(i)).c_str(),
+                  format_bytes(total(Tier(i))).c_str(), format_bytes(in.budget[i]).c_str());
+    t += b;
+  }
+  t.pop_back();
+  return t;
+}
+
+void MemoryPlan::check_fits() const {
+  static const char* flag[3] = {"--device-mem", "--host-mem", "--nvme-mem"};
+  for (int i = 0; i < 3; ++i) {
+    const std::size_t need = total(Tier(i)), budget = in.budget[i];
+    if (need <= budget) continue;
+    std::vector<PlanRow> r = rows();
+    std::erase_if(r, [&](const PlanRow& x) { return x.tier != Tier(i); });
+    std::sort(r.begin(), r.end(), [](const PlanRow& a, const PlanRow& b) { return a.bytes > b.bytes; });
+    std::string largest;
+    for (std::size_t k = 0; k < std::min<std::size_t>(3, r.size()); ++k)
+      largest += (k ? ", " : "") + r[k].what + " " + format_bytes(r[k].bytes);
+    TZ_FAIL("out of ", tier_name(Tier(i)), " memory budget: the memory plan needs ", format_bytes(need),
+            " on the ", tier_name(Tier(i)), " tier of rank ", in.rank, " but the budget is ",
+            format_bytes(budget), ", short by ", format_bytes(need - budget), " (largest: ", largest,
+            "); raise the budget (", flag[i], ")",
+            i == 0 ? ", use a smaller model, micro-batch, sequence length or --reduce-bucket-size, or "
+                     "offload states "
+                     "(--offload-optimizer, --offload-param, --offload-activations)"
+                   : ", or offload less to this tier");
+  }
+}
+
+}  // namespace tz

@@ -1,0 +1,80 @@
+// The memory plan: a pure function of the model shape, the settings, the world size, the rank and the
+// tier budgets, listing every buffer this rank will allocate (state class, memory kind, bytes: states,
+// activations, scratch, buckets, gather slots, staging rings, scalars) and every NVMe extent. The engine
+// and the model allocate exactly these buffers (PlannedBuffers); `tierzero plan` prints the same plan
+// without allocating anything.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "core/buffer_plan.h"
+#include "model/gpt.h"
+#include "zero/grad_reducer.h"
+#include "zero/optimizer_swapper.h"
+#include "zero/param_gatherer.h"
+#include "zero/param_swapper.h"
+#include "zero/placement.h"
+#include "zero/shard_map.h"
+#include "zero/zero_options.h"
+
+namespace tz {
+
+struct PlanInputs {
+  GptConfig model;
+  GptShape shape;
+  DType dtype = DType::f32;
+  ActivationCheckpointing checkpointing = ActivationCheckpointing::off;
+  ZeroOptions zero;
+  OffloadOptions offload;
+  int world = 1, rank = 0;
+  std::size_t budget[3] = {kUnlimited, kUnlimited, kUnlimited};  // device, host, nvme (bytes)
+};
+
+// One row of the printed plan: a state class on a tier and its bytes on this rank.
+struct PlanRow {
+  std::string what;
+  Tier tier;
+  std::size_t bytes;
+};
+
+struct MemoryPlan {
+  PlanInputs in;
+  ParamLayout layout;
+  ShardMap map;
+  Placement placement;
+  BucketPlan buckets;
+  GatherPlan gathers;
+  OptimizerSwapPlan optimizer_swap;  // counts empty without the optimizer on NVMe
+  ParamSwapPlan param_swap;
+  std::size_t update_chunk = 0;           // elements per piece of a host-side optimizer update
+  std::vector<BufferSpec> buffers;        // device and pinned host memory, model included
+  std::vector<BufferSpec> model_buffers;  // the model's share of `buffers`, for Gpt
+  std::uint64_t nvme_bytes = 0;           // the NVMe store: optimizer states, then parameter shards
+
+  std::size_t total(Tier t) const;
+  // Bytes of the states that persist across steps (params, grads, master, m, v) on a tier.
+  std::size_t state_bytes(Tier t) const;
+  // By state class and tier, in first-appearance order.
+  std::vector<PlanRow> rows() const;
+  // The table `train` and `plan` print, with each tier's total against its budget.
+  std::string table() const;
+  // Throws naming the tier, the need, the budget, the shortfall and the largest classes on that tier.
+  void check_fits() const;
+};
+
+MemoryPlan plan_memory(const PlanInputs& in);
+
+// The training loop's scalars: the loss sums (training, validation) on the device and their readback.
+inline constexpr const char* kLossSums = "loss sums";
+inline constexpr const char* kLossReadback = "loss readback";
+
+// Names of a group's state buffers in the plan.
+std::string params_buffer(const std::string& group);
+std::string grad_buffer(const std::string& group);
+std::string master_buffer(const std::string& group);
+std::string adam_m_buffer(const std::string& group);
+std::string adam_v_buffer(const std::string& group);
+
+}  // namespace tz

@@ -1,0 +1,230 @@
+// OptimizerStep: global norm, AdamW pieces on the device or the host, regather, zeroing.
+#include "zero/optimizer_step.h"
+
+#include <algorithm>
+
+#include "core/error.h"
+#include "core/host_ops.h"
+#include "model/gpt_init.h"
+#include "zero/group_adam.h"
+#include "zero/memory_plan.h"
+
+namespace tz {
+namespace {
+
+constexpr const char* kPartials = "gradient norm partials";
+constexpr const char* kReadback = "gradient norm readback";
+
+// Calls f(offset, count, decay) for each tensor's part of elements [lo, lo + n) of the padded group.
+template <typename F>
+void for_each_tensor(const GroupSpec& spec, std::size_t lo, std::size_t n, F&& f) {
+  for (const TensorSpec& t : spec.tensors) {
+    const std::size_t a = std::max(lo, t.offset), b = std::min(lo + n, t.offset + t.count);
+    if (a < b) f(a - lo, b - a, is_decayed(t));
+  }
+}
+
+}  // namespace
+
+std::vector<BufferSpec> OptimizerStep::buffers(const MemoryPlan& p) {
+  const std::size_t G = p.placement.groups.size(), chunk = p.update_chunk, es = dtype_size(p.in.dtype);
+  std::vector<BufferSpec> v{{kPartials, "scalars", MemoryKind::device, (G + 1) * 8},
+                            {kReadback, "scalars", MemoryKind::pinned_host, (G + 1) * 8}};
+  bool grad = false, master = false, m = false, vv = false, up = false, down = false;
+  for (const GroupPlacement& g : p.placement.groups) {
+    if (g.update_on == Tier::host) {
+      grad |= g.grad_home == Tier::device;
+      master |= g.master_home == Tier::device;
+      m |= g.m_home == Tier::device;
+      vv |= g.v_home == Tier::device;
+      up |= g.params_home == Tier::device;
+    } else {
+      down |= g.params_home != Tier::device;
+    }
+  }
+  auto stage = [&](bool need, const char* name, std::size_t bytes) {
+    if (need) v.push_back({name, "host staging", MemoryKind::pinned_host, bytes});
+  };
+  stage(grad, "optimizer staging: gradients", chunk * 4);
+  stage(master, "optimizer staging: fp32 master", chunk * 4);
+  stage(m, "optimizer staging: adam m", chunk * 4);
+  stage(vv, "optimizer staging: adam v", chunk * 4);
+  stage(up, "optimizer staging: working params", chunk * es);
+  if (down)
+    v.push_back({"optimizer output: working params", "device staging", MemoryKind::device, chunk * es});
+  return v;
+}
+
+OptimizerStep::OptimizerStep(Device& dev, Stream& stream, Communicator& comm, const MemoryPlan& plan,
+                             std::vector<GroupState>& groups, PlannedBuffers& planned,
+                             OptimizerSwapper* optimizer_swap, ParamSwapper* param_swap,
+                             std::size_t allgather_bucket)
+    : dev_(dev),
+      be_(dev.backend()),
+      stream_(stream),
+      comm_(comm),
+      plan_(plan),
+      groups_(groups),
+      optimizer_swap_(optimizer_swap),
+      param_swap_(param_swap),
+      allgather_bucket_(allgather_bucket),
+      copied_(dev.create_event()) {
+  partials_ = planned.take<double>(kPartials);
+  readback_ = planned.take<double>(kReadback);
+  auto take = [&](auto& buf, const char* name) {
+    if (planned.has(name))
+      buf = planned.take<typename std::remove_reference_t<decltype(buf)>::value_type>(name);
+  };
+  take(stage_grad_, "optimizer staging: gradients");
+  take(stage_master_, "optimizer staging: fp32 master");
+  take(stage_m_, "optimizer staging: adam m");
+  take(stage_v_, "optimizer staging: adam v");
+  take(stage_params_, "optimizer staging: working params");
+  take(device_params_out_, "optimizer output: working params");
+}
+
+double OptimizerStep::global_norm_squared() {
+  const std::size_t G = groups_.size();
+  double* partial = partials_.data();
+  double* total = partial + G;
+  be_.memset_async(stream_, partial, 0, (G + 1) * sizeof(double));
+  for (GroupState& g : groups_) {
+    const std::size_t n = g.shard.count;
+    if (g.place->grad_home == Tier::device) {
+      be_.sum_squares(stream_, partial + g.index, g.shard_grad(), n);
+    } else {  // the same chunked sum on the host, then up into its slot
+      readback_.data()[g.index] = host_sum_squares(g.shard_grad(), n);
+      be_.copy_async(stream_, partial + g.index, readback_.data() + g.index, sizeof(double));
+    }
+  }
+  be_.sum(stream_, total, partial, G);
+  // A rank that updates a whole replica (no shard of the optimizer) reads every element of it: a
+  // non-finite value outside its own shard, present on this rank only, must count too.
+  for (GroupState& g : groups_)
+    if (g.place->opt_range.count > g.shard.count)
+      be_.check_finite(stream_, total, g.grad.data(), g.grad_count());
+  if (comm_.size() > 1) comm_.all_reduce(total, 1, DType::f64)->wait(stream_);
+  be_.copy_async(stream_, readback_.data() + G, total, sizeof(double));
+  copied_->record(stream_);
+  copied_->synchronize();  // the host decides the step from it
+  return readback_.data()[G];
+}
+
+void OptimizerStep::update(const AdamStep& adam, float wd) {
+  if (optimizer_swap_) {
+    // read k+1 / update k / write k-1 through the staging ring
+    optimizer_swap_->for_each([&](int g, std::size_t begin, std::size_t n, float* p, float* m, float* v) {
+      update_on_host(groups_[g], begin, n, p, m, v, adam, wd);
+    });
+  } else {
+    for (GroupState& g : groups_)
+      for (std::size_t b = 0; b < g.place->opt_range.count; b += plan_.update_chunk) {
+        const std::size_t n = std::min(plan_.update_chunk, g.place->opt_range.count - b);
+        if (g.place->update_on == Tier::device)
+          update_on_device(g, b, n, adam, wd);
+        else
+          update_on_host(g, b, n, nullptr, nullptr, nullptr, adam, wd);
+      }
+  }
+  if (param_swap_) param_swap_->drain();
+  regather();
+}
+
+void OptimizerStep::update_on_device(GroupState& g, std::size_t begin, std::size_t n, const AdamStep& adam,
+                                     float wd) {
+  const GroupPlacement& gp = *g.place;
+  const std::size_t lo = gp.opt_range.offset + begin, es = dtype_size(g.working);
+  std::uint8_t* out = gp.master_is_params              ? nullptr
+                      : gp.params_home == Tier::device ? g.params_at(lo)
+                                                       : device_params_out_.data();
+  for_each_tensor(*g.spec, lo, n, [&](std::size_t off, std::size_t cnt, bool decay) {
+    AdamStep s = adam;
+    s.weight_decay = decay ? wd : 0.0f;
+    be_.adamw(stream_, g.master_at(begin + off), g.m.data() + begin + off, g.v.data() + begin + off,
+              g.grad_at(begin + off), cnt, s, out ? out + off * es : nullptr, g.working);
+  });
+  if (gp.params_home == Tier::device) return;
+  // The shard lives off the device: bring the updated working params down to it.
+  void* dst =
+      gp.params_home == Tier::host ? static_cast<void*>(g.params_at(lo)) : param_swap_->writeback_buffer();
+  be_.copy_async(stream_, dst, out, n * es);
+  copied_->record(stream_);
+  copied_->synchronize();
+  if (gp.params_home == Tier::nvme) param_swap_->commit(g.index, begin, n);
+}
+
+void OptimizerStep::update_on_host(GroupState& g, std::size_t begin, std::size_t n, float* p, float* m,
+                                   float* v, const AdamStep& adam, float wd) {
+  const GroupPlacement& gp = *g.place;
+  const std::size_t lo = gp.opt_range.offset + begin, es = dtype_size(g.working);
+  // Host pointers to every array the CPU Adam reads: the host tier's own, or device arrays staged down.
+  bool staged = false;
+  auto host = [&](Tier home, float* dev_or_host, Buffer<float>& staging) -> float* {
+    if (home == Tier::host) return dev_or_host;
+    be_.copy_async(stream_, staging.data(), dev_or_host, n * sizeof(float));
+    staged = true;
+    return staging.data();
+  };
+  const float* gr = host(gp.grad_home, g.grad_at(begin), stage_grad_);
+  if (!p) {  // not streamed from NVMe
+    p = host(gp.master_home, g.master_at(begin), stage_master_);
+    m = host(gp.m_home, g.m.data() + begin, stage_m_);
+    v = host(gp.v_home, g.v.data() + begin, stage_v_);
+  }
+  if (staged) {
+    copied_->record(stream_);
+    copied_->synchronize();
+  }
+  std::uint8_t* out = gp.params_home == Tier::host ? g.params_at(lo)
+                      : gp.params_home == Tier::nvme
+                          ? static_cast<std::uint8_t*>(param_swap_->writeback_buffer())
+                          : stage_params_.data();
+  group_adamw(*g.spec, lo, n, p, m, v, gr, out, g.working, adam, wd);
+  // Staged arrays go back up, the working params to where they live.
+  bool up = false;
+  auto back = [&](Tier home, float* dst, const float* src) {
+    if (home != Tier::device || optimizer_swap_) return;
+    be_.copy_async(stream_, dst, src, n * sizeof(float));
+    up = true;
+  };
+  back(gp.master_home, g.master_at(begin), p);
+  back(gp.m_home, g.m.data() + begin, m);
+  back(gp.v_home, g.v.data() + begin, v);
+  if (gp.params_home == Tier::device) {
+    be_.copy_async(stream_, g.params_at(lo), out, n * es);
+    up = true;
+  }
+  if (gp.params_home == Tier::nvme) param_swap_->commit(g.index, begin, n);
+  if (up) {  // the staging is reused by the next piece
+    copied_->record(stream_);
+    copied_->synchronize();
+  }
+}
+
+void OptimizerStep::regather() {
+  std::vector<std::unique_ptr<Work>> inflight;
+  std::size_t elems = 0;
+  for (GroupState& g : groups_) {
+    if (!g.place->regather_after_step) continue;
+    if (elems + g.shards.padded > allgather_bucket_ && !inflight.empty()) {
+      for (auto& w : inflight) w->wait(stream_);
+      inflight.clear();
+      elems = 0;
+    }
+    inflight.push_back(
+        comm_.all_gather(g.params_at(g.shard.offset), g.params.data(), g.shard.count, g.working));
+    elems += g.shards.padded;
+  }
+  for (auto& w : inflight) w->wait(stream_);
+}
+
+void OptimizerStep::zero_grads() {
+  for (GroupState& g : groups_) {
+    if (g.place->grad_home == Tier::host)
+      host_zero(g.grad.data(), g.grad_count());
+    else
+      be_.memset_async(stream_, g.grad.data(), 0, g.grad_count() * sizeof(float));
+  }
+}
+
+}  // namespace tz

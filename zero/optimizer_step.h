@@ -1,0 +1,65 @@
+// The optimizer step over this rank's groups: the global gradient norm (per-group partial sums in
+// group order, one fp64 all-reduce of a device scalar), then AdamW over every group's optimizer range
+// in pieces, where each group's placement says: the device's AdamW on device states, or the CPU Adam on
+// the host (states on the host tier, staged from the device, or streamed from NVMe by the optimizer
+// swapper), with the updated working params written where they live (device, host tier, or NVMe through
+// the parameter swapper's asynchronous write-back); then the all-gather of whole params and zeroing.
+// Both AdamWs are the same arithmetic (core/cpu_adam.h), so every placement gives the same bits.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "core/backend.h"
+#include "core/buffer_plan.h"
+#include "zero/group_state.h"
+#include "zero/optimizer_swapper.h"
+#include "zero/param_swapper.h"
+#include "zero/zero_options.h"
+
+namespace tz {
+
+struct MemoryPlan;
+
+class OptimizerStep {
+ public:
+  static std::vector<BufferSpec> buffers(const MemoryPlan& plan);
+
+  OptimizerStep(Device& dev, Stream& stream, Communicator& comm, const MemoryPlan& plan,
+                std::vector<GroupState>& groups, PlannedBuffers& planned, OptimizerSwapper* optimizer_swap,
+                ParamSwapper* param_swap, std::size_t allgather_bucket);
+
+  // The sum over ranks of every rank's sum of squares of the reduced gradient over its shard of every
+  // group (the same arithmetic at every stage), NaN when any gradient a rank updates from is not finite.
+  double global_norm_squared();
+  // AdamW over every group (`adam` with the step's lr, step and gradient scale; weight decay per
+  // tensor), the working params written back, whole params all-gathered.
+  void update(const AdamStep& adam, float weight_decay);
+  void zero_grads();
+
+ private:
+  struct HostStaging;
+  void update_on_device(GroupState& g, std::size_t begin, std::size_t n, const AdamStep& a, float wd);
+  void update_on_host(GroupState& g, std::size_t begin, std::size_t n, float* p, float* m, float* v,
+                      const AdamStep& a, float wd);
+  void regather();
+
+  Device& dev_;
+  Backend& be_;
+  Stream& stream_;
+  Communicator& comm_;
+  const MemoryPlan& plan_;
+  std::vector<GroupState>& groups_;
+  OptimizerSwapper* optimizer_swap_;
+  ParamSwapper* param_swap_;
+  std::size_t allgather_bucket_;
+  Buffer<double> partials_;  // device: one partial sum per group, then the total
+  Buffer<double> readback_;  // pinned: host groups' partials, then the total read back
+  Buffer<float> stage_grad_, stage_master_, stage_m_, stage_v_;  // pinned: device arrays a host update reads
+  Buffer<std::uint8_t> stage_params_;                            // pinned: working params going up
+  Buffer<std::uint8_t> device_params_out_;                       // device: working params going down
+  std::unique_ptr<Event> copied_;
+};
+
+}  // namespace tz

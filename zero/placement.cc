@@ -1,0 +1,98 @@
+// place(): the only function that reads the stage; everything downstream reads the per-group facts.
+#include "zero/placement.h"
+
+#include "core/error.h"
+
+namespace tz {
+
+bool Placement::any(bool GroupPlacement::*flag) const {
+  for (const GroupPlacement& g : groups)
+    if (g.*flag) return true;
+  return false;
+}
+
+bool Placement::any_update_on(Tier t) const {
+  for (const GroupPlacement& g : groups)
+    if (g.update_on == t) return true;
+  return false;
+}
+
+namespace {
+
+void check_options(int stage, const OffloadOptions& o) {
+  TZ_CHECK(stage >= 0 && stage <= 3, "ZeRO stage must be 0, 1, 2 or 3, got ", stage);
+  TZ_CHECK(o.param == Tier::device || stage == 3, "offload_param needs ZeRO stage 3 (parameters are only ",
+           "partitioned there); got stage ", stage);
+  TZ_CHECK(
+      (o.optimizer != Tier::nvme && o.param != Tier::nvme) || !o.nvme_paths.empty(),
+      "offloading to nvme needs at least one --nvme-path (zero_optimization.offload_optimizer.nvme_path)");
+  TZ_CHECK(o.activations != Tier::nvme, "activation checkpoints can be offloaded to cpu, not nvme");
+  for (double r : {o.host_ratio_master, o.host_ratio_m, o.host_ratio_v})
+    TZ_CHECK(r >= 0 && r <= 1, "an offload ratio must be in [0, 1], got ", r);
+}
+
+// Per optimizer class, which groups live on the host tier: whole groups in order until the class's
+// host share (offload_optimizer.ratio) of this rank's optimizer elements is reached.
+std::vector<bool> host_groups(const std::vector<GroupPlacement>& gp, double ratio) {
+  double total = 0, placed = 0;
+  for (const GroupPlacement& g : gp) total += double(g.opt_range.count);
+  std::vector<bool> on_host(gp.size(), false);
+  for (std::size_t i = 0; i < gp.size(); ++i) {
+    const double c = double(gp[i].opt_range.count);
+    if (placed + 0.5 * c <= ratio * total) on_host[i] = true, placed += c;
+  }
+  return on_host;
+}
+
+void place_optimizer(std::vector<GroupPlacement>& gp, const OffloadOptions& o) {
+  if (o.optimizer == Tier::device) return;
+  if (o.optimizer == Tier::nvme) {
+    for (GroupPlacement& g : gp) g.master_home = g.m_home = g.v_home = Tier::nvme;
+    return;
+  }
+  const auto master = host_groups(gp, o.host_ratio_master), m = host_groups(gp, o.host_ratio_m),
+             v = host_groups(gp, o.host_ratio_v);
+  for (std::size_t i = 0; i < gp.size(); ++i) {
+    gp[i].master_home = master[i] ? Tier::host : Tier::device;
+    gp[i].m_home = m[i] ? Tier::host : Tier::device;
+    gp[i].v_home = v[i] ? Tier::host : Tier::device;
+  }
+}
+
+}  // namespace
+
+Placement place(const ParamLayout& layout, const ShardMap& map, DType working, const ZeroOptions& zero,
+                const OffloadOptions& o) {
+  const int stage = zero.stage;
+  check_options(stage, o);
+  Placement p;
+  p.world = map.world();
+  p.rank = map.rank();
+  p.working = working;
+  p.reduce_scatter = stage >= 1;
+  p.reduce = map.world() > 1 || stage >= 1;
+  p.embedding_group = layout.embedding_group();
+  p.groups.resize(layout.groups.size());
+  for (int g = 0; g < map.groups(); ++g) {
+    GroupPlacement& gp = p.groups[g];
+    gp.params_sharded = stage == 3 && layout.groups[g].count >= zero.param_persistence_threshold;
+    gp.params_home = gp.params_sharded ? o.param : Tier::device;
+    gp.grads_sharded = stage >= 2;
+    gp.opt_range = stage == 0 ? Shard{0, map.group(g).padded} : map.shard(g);
+    gp.regather_after_step = stage >= 1 && !gp.params_sharded && map.world() > 1;
+  }
+  place_optimizer(p.groups, o);
+  for (GroupPlacement& gp : p.groups) {
+    const bool host_update =
+        gp.master_home != Tier::device || gp.m_home != Tier::device || gp.v_home != Tier::device;
+    gp.update_on = host_update ? Tier::host : Tier::device;
+    // The optimizer reads the reduced shard where it runs (stages 2-3).
+    gp.grad_home = gp.grads_sharded ? gp.update_on : Tier::device;
+    // fp32 working params on the device serve as the master unless another tier updates it or the
+    // shard lives off the device (then the master must outlive the working copy's write-back).
+    gp.master_is_params = working == DType::f32 && !host_update && gp.params_home == Tier::device;
+  }
+  return p;
+}
+
+}  // namespace tz
