@@ -31,6 +31,12 @@ inline CView offset(CView v, std::size_t elems) {
 enum class Trans { no, yes };
 enum class Accumulate { no, yes };
 
+// One matrix product's shape, as Backend::gemm takes it.
+struct GemmShape {
+  Trans ta = Trans::no, tb = Trans::no;
+  int M = 0, N = 0, K = 0;
+};
+
 // AdamW hyper-parameters for one step (PyTorch semantics: decoupled decay, bias correction).
 struct AdamStep {
   float lr = 0;
@@ -46,9 +52,14 @@ class Backend {
  public:
   virtual ~Backend() = default;
 
-  // C[M,N] (+)= op(A)[M,K] * op(B)[K,N], fp32 accumulation. A and B have the same dtype (f32 or
-  // bf16); op(X) = X^T when the Trans flag is yes (then X is stored [K,M] or [N,K]).
+  // C[M,N] (+)= op(A)[M,K] * op(B)[K,N], fp32 accumulation. A and B have the same dtype (f32, bf16 or
+  // f16); op(X) = X^T when the Trans flag is yes (then X is stored [K,M] or [N,K]). Where the device
+  // widens 16-bit inputs to fp32 first (gemm_workspace_floats), it does so in the workspace given to
+  // set_gemm_workspace.
   virtual void gemm(Stream& s, Trans ta, Trans tb, int M, int N, int K, CView A, CView B, float* C, Accumulate acc) = 0;
+
+  // Device memory for gemm's widened inputs (the planned "matmul workspace"); null: none.
+  virtual void set_gemm_workspace(float* workspace, std::size_t floats) = 0;
 
   // out[r, c] += bias[c] for r < rows.
   virtual void add_bias(Stream& s, float* out, CView bias, int rows, int cols) = 0;
@@ -114,5 +125,17 @@ class Backend {
 };
 
 std::unique_ptr<Backend> make_cpu_backend();
+
+// Floats of workspace the CPU backend's gemm uses for one product: fp16 inputs are always widened to
+// fp32 (oneDNN 2.6 has no fp16 matmul without AMX-FP16); bf16 inputs of a transposed product are widened
+// on CPUs without AMX, where oneDNN's bf16 kernels run at ~60% of its fp32 ones for those layouts, up to
+// kGemmWidenLimit floats (larger products stay bf16). 0: none.
+inline constexpr std::size_t kGemmWidenLimit = std::size_t(16) << 20;
+std::size_t cpu_gemm_workspace_floats(DType dtype, const GemmShape& s);
+bool cpu_has_amx_bf16();
+
+// The same for a device kind (what the memory plan sizes the workspace with).
+enum class DeviceKind;
+std::size_t gemm_workspace_floats(DeviceKind kind, DType dtype, const GemmShape& s);
 
 }  // namespace tz

@@ -51,8 +51,13 @@ void cast_from(void* dst, DType dt, const S* src, std::size_t n) {
 
 class CpuBackend final : public Backend {
  public:
+  void set_gemm_workspace(float* ws, std::size_t floats) override {
+    workspace_ = ws;
+    gemm_.set_workspace(ws, floats);
+  }
+
   void gemm(Stream&, Trans ta, Trans tb, int M, int N, int K, CView A, CView B, float* C, Accumulate acc) override {
-    DeviceAccess open{A.ptr, B.ptr, C};
+    DeviceAccess open{A.ptr, B.ptr, C, workspace_};
     gemm_.run(ta, tb, M, N, K, A, B, C, acc);
   }
 
@@ -324,6 +329,7 @@ class CpuBackend final : public Backend {
 
  private:
   OneDnnGemm gemm_;
+  float* workspace_ = nullptr;
 };
 
 }  // namespace

@@ -29,6 +29,10 @@ std::string memory_kind_name(MemoryKind k) {
 Device::Device(DeviceKind kind, std::unique_ptr<Backend> backend) : kind_(kind), backend_(std::move(backend)) {}
 Device::~Device() = default;
 
+std::size_t gemm_workspace_floats(DeviceKind kind, DType dtype, const GemmShape& s) {
+  return kind == DeviceKind::cpu ? cpu_gemm_workspace_floats(dtype, s) : 0;
+}
+
 std::unique_ptr<Device> make_device(DeviceKind kind, const DeviceOptions& opt) {
   if (kind == DeviceKind::cpu) return make_cpu_device(opt);
   TZ_FAIL("the cuda device has no training backend in this build yet; use --device cpu");

@@ -1,5 +1,6 @@
 // oneDNN 2.6 (v2 API: matmul::desc + primitive_desc(desc, attr, engine)) matmul with a primitive
-// cache keyed by shape, transposes, dtype and accumulation.
+// cache keyed by shape, transposes, dtype and accumulation, and the widening of 16-bit inputs where
+// oneDNN has no fast kernel for them on this CPU.
 #include "core/onednn_gemm.h"
 
 #include <dnnl.hpp>
@@ -19,10 +20,40 @@ struct OneDnnGemm::Impl {
   dnnl::stream stream{engine};
   std::map<Key, dnnl::matmul> cache;
   mutable std::mutex mu;
-  // oneDNN 2.6 has no fp16 matmul on CPUs without AMX-FP16: fp16 inputs are widened to fp32 here
-  // (exact: every fp16 value is a float), grown once to the largest shape and reused.
-  std::vector<float> wide_a, wide_b;
+  float* workspace = nullptr;  // the planned matmul workspace
+  std::size_t workspace_floats = 0;
+  std::vector<float> scratch;  // only when no workspace was given
 };
+
+bool cpu_has_amx_bf16() {
+  static const bool amx = __builtin_cpu_supports("amx-bf16");
+  return amx;
+}
+
+std::size_t cpu_gemm_workspace_floats(DType dtype, const GemmShape& s) {
+  const std::size_t need = std::size_t(s.M) * s.K + std::size_t(s.K) * s.N;
+  if (dtype == DType::f16) return need;
+  const bool transposed = s.ta == Trans::yes || s.tb == Trans::yes;
+  if (dtype == DType::bf16 && transposed && !cpu_has_amx_bf16() && need <= kGemmWidenLimit) return need;
+  return 0;
+}
+
+void OneDnnGemm::set_workspace(float* ws, std::size_t floats) {
+  impl_->workspace = ws;
+  impl_->workspace_floats = floats;
+}
+
+namespace {
+
+// Exact: every bf16 and fp16 value is a float.
+template <typename T>
+void widen(float* dst, const void* src, std::size_t n) {
+  const T* x = static_cast<const T*>(src);
+#pragma omp parallel for simd schedule(static)
+  for (std::size_t i = 0; i < n; ++i) dst[i] = to_float(x[i]);
+}
+
+}  // namespace
 
 OneDnnGemm::OneDnnGemm() : impl_(std::make_unique<Impl>()) {}
 OneDnnGemm::~OneDnnGemm() = default;
@@ -45,19 +76,25 @@ void OneDnnGemm::run(Trans ta, Trans tb, int M, int N, int K, CView A, CView B, 
   TZ_CHECK(A.dtype == B.dtype, "gemm inputs must share a dtype, got ", dtype_name(A.dtype), " and ",
            dtype_name(B.dtype));
   TZ_CHECK(M > 0 && N > 0 && K > 0, "gemm with an empty dimension M=", M, " N=", N, " K=", K);
-  if (A.dtype == DType::f16) {
-    std::size_t na = std::size_t(M) * K, nb = std::size_t(K) * N;
-    if (impl_->wide_a.size() < na) impl_->wide_a.resize(na);
-    if (impl_->wide_b.size() < nb) impl_->wide_b.resize(nb);
-    const fp16* a = static_cast<const fp16*>(A.ptr);
-    const fp16* b = static_cast<const fp16*>(B.ptr);
-    float* wa = impl_->wide_a.data();
-    float* wb = impl_->wide_b.data();
-#pragma omp parallel for simd schedule(static)
-    for (std::size_t i = 0; i < na; ++i) wa[i] = fp16_to_float(a[i]);
-#pragma omp parallel for simd schedule(static)
-    for (std::size_t i = 0; i < nb; ++i) wb[i] = fp16_to_float(b[i]);
-    run(ta, tb, M, N, K, cview(static_cast<const float*>(wa)), cview(static_cast<const float*>(wb)), C, acc);
+  const std::size_t need = cpu_gemm_workspace_floats(A.dtype, GemmShape{ta, tb, M, N, K});
+  if (need) {
+    float* ws = impl_->workspace;
+    if (!ws) {  // outside a planned model
+      if (impl_->scratch.size() < need) impl_->scratch.resize(need);
+      ws = impl_->scratch.data();
+    }
+    TZ_CHECK(!impl_->workspace || need <= impl_->workspace_floats, "a ", dtype_name(A.dtype), " matmul [", M, " x ",
+             N, " x ", K, "] needs ", need, " floats of workspace, the plan gave ", impl_->workspace_floats,
+             "; this is a bug, please report it");
+    const std::size_t na = std::size_t(M) * K;
+    if (A.dtype == DType::f16) {
+      widen<fp16>(ws, A.ptr, na);
+      widen<fp16>(ws + na, B.ptr, std::size_t(K) * N);
+    } else {
+      widen<bf16>(ws, A.ptr, na);
+      widen<bf16>(ws + na, B.ptr, std::size_t(K) * N);
+    }
+    run(ta, tb, M, N, K, cview(static_cast<const float*>(ws)), cview(static_cast<const float*>(ws + na)), C, acc);
     return;
   }
   auto dt = to_dnnl(A.dtype);

@@ -23,8 +23,24 @@ std::string act_name(const char* what, int set) { return std::string("activation
 
 }  // namespace
 
+std::vector<GemmShape> Gpt::gemm_shapes(const GptConfig& cfg, GptShape s) {
+  const int BT = s.B * s.T, C = cfg.n_embd, Vp = cfg.padded_vocab_size;
+  const Trans N = Trans::no, T = Trans::yes;
+  std::vector<GemmShape> v;
+  for (int oc : {3 * C, C, 4 * C}) v.push_back({N, N, BT, oc, C});  // qkv, attention and mlp projections...
+  v.push_back({N, N, BT, C, 4 * C});                                 // ...and the mlp's back to C
+  v.push_back({N, T, BT, Vp, C});                                    // LM head
+  for (auto [in, out] : {std::pair{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}}) {
+    v.push_back({N, T, BT, in, out});  // input gradient
+    v.push_back({T, N, in, out, BT});  // weight gradient
+  }
+  v.push_back({N, N, BT, C, Vp});  // LM head backward
+  v.push_back({T, N, Vp, C, BT});
+  return v;
+}
+
 std::vector<BufferSpec> Gpt::buffers(const GptConfig& cfg, GptShape s, DType dt, ActivationCheckpointing ckpt,
-                                     MemoryKind ckpt_kind) {
+                                     MemoryKind ckpt_kind, DeviceKind device) {
   const std::size_t B = s.B, T = s.T, BT = B * T, C = cfg.n_embd, NH = cfg.n_head, Vp = cfg.padded_vocab_size;
   std::vector<BufferSpec> v;
   auto f = [&](std::string name, std::size_t floats) { v.push_back({std::move(name), kActs, MemoryKind::device, floats * 4}); };
@@ -64,6 +80,9 @@ std::vector<BufferSpec> Gpt::buffers(const GptConfig& cfg, GptShape s, DType dt,
     v.push_back({"activations low-precision gradient", kActs, MemoryKind::device,
                  BT * std::max<std::size_t>(Vp, 4 * C) * 2});
   }
+  std::size_t ws = 0;
+  for (const GemmShape& g : gemm_shapes(cfg, s)) ws = std::max(ws, gemm_workspace_floats(device, dt, g));
+  if (ws) v.push_back({"matmul workspace", "matmul workspace", MemoryKind::device, ws * 4});
   return v;
 }
 
@@ -76,7 +95,7 @@ std::vector<int> Gpt::gradient_order(const ParamLayout& layout) {
 
 Gpt::Gpt(Device& dev, const GptConfig& cfg, GptShape shape, DType dt, ActivationCheckpointing ckpt,
          MemoryKind ckpt_kind)
-    : own_(std::make_unique<PlannedBuffers>(dev, buffers(cfg, shape, dt, ckpt, ckpt_kind))),
+    : own_(std::make_unique<PlannedBuffers>(dev, buffers(cfg, shape, dt, ckpt, ckpt_kind, dev.kind()))),
       dev_(dev), be_(dev.backend()), cfg_(cfg), layout_(ParamLayout::build(cfg)), shape_(shape), dtype_(dt),
       ckpt_(ckpt), ckpt_kind_(ckpt_kind) {
   init(*own_);
@@ -97,7 +116,7 @@ void Gpt::init(PlannedBuffers& planned) {
   TZ_CHECK(dtype_ == DType::f32 || dtype_ == DType::bf16 || dtype_ == DType::f16, "unsupported compute dtype ",
            dtype_name(dtype_));
   TZ_CHECK(ckpt_kind_ != MemoryKind::pageable_host, "activation checkpoints live in device or pinned host memory");
-  const std::vector<BufferSpec> specs = buffers(cfg_, shape_, dtype_, ckpt_, ckpt_kind_);
+  const std::vector<BufferSpec> specs = buffers(cfg_, shape_, dtype_, ckpt_, ckpt_kind_, dev_.kind());
   act_bytes_ = total_bytes(specs, MemoryKind::device);
   offloaded_ckpt_bytes_ = total_bytes(specs, MemoryKind::pinned_host);
   take_buffers(planned);
@@ -140,9 +159,15 @@ void Gpt::take_buffers(PlannedBuffers& planned) {
     lp_act_ = planned.take<std::uint16_t>("activations low-precision matmul input");
     lp_grad_ = planned.take<std::uint16_t>("activations low-precision gradient");
   }
+  if (planned.has("matmul workspace")) {
+    gemm_workspace_ = planned.take<float>("matmul workspace");
+    be_.set_gemm_workspace(gemm_workspace_.data(), gemm_workspace_.size());
+  }
 }
 
-Gpt::~Gpt() = default;
+Gpt::~Gpt() {
+  if (!gemm_workspace_.empty()) be_.set_gemm_workspace(nullptr, 0);
+}
 
 CView Gpt::lowp(Stream& s, const float* x, void* scratch, std::size_t n) {
   if (dtype_ == DType::f32) return cview(x);

@@ -27,9 +27,13 @@ class Gpt {
   // param_dtype: the working dtype of parameters and matmul inputs (f32, bf16 or f16); activations
   // and gradients are fp32. checkpoint_kind: where the per-block checkpoints (the residual stream
   // entering each block) live: device memory, or the host tier when activations are offloaded.
+  // `device` decides the matmul workspace (the products whose 16-bit inputs it widens).
   static std::vector<BufferSpec> buffers(const GptConfig& cfg, GptShape shape, DType param_dtype,
                                          ActivationCheckpointing ckpt,
-                                         MemoryKind checkpoint_kind = MemoryKind::device);
+                                         MemoryKind checkpoint_kind = MemoryKind::device,
+                                         DeviceKind device = DeviceKind::cpu);
+  // Every matrix product forward and backward run.
+  static std::vector<GemmShape> gemm_shapes(const GptConfig& cfg, GptShape shape);
 
   // The groups in the order backward reports their gradients ready (grad_ready): the final norm, the
   // blocks from the last to the first, then the embedding (its gradient is finished by the encoder).
@@ -41,7 +45,7 @@ class Gpt {
   // The same with a plan of its own (tests and benchmarks that run the model alone).
   Gpt(Device& dev, const GptConfig& cfg, GptShape shape, DType param_dtype, ActivationCheckpointing ckpt,
       MemoryKind checkpoint_kind = MemoryKind::device);
-  ~Gpt();
+  ~Gpt();  // takes its workspace back from the backend
   Gpt(const Gpt&) = delete;
   Gpt& operator=(const Gpt&) = delete;
 
@@ -94,6 +98,7 @@ class Gpt {
   Buffer<float> dres_, dln_, datty_, dqkv_, dfch_, datt_;
   Buffer<std::uint16_t> lp_act_;   // low-precision copy of a matmul input (bf16/fp16 runs only)
   Buffer<std::uint16_t> lp_grad_;  // low-precision copy of an output gradient
+  Buffer<float> gemm_workspace_;   // widened matmul inputs, where the device widens them
 };
 
 }  // namespace tz

@@ -127,6 +127,7 @@ std::string startup_line(const TrainOptions& opt, const MemoryPlan& plan, int wo
 
 PlanInputs plan_inputs(const TrainOptions& opt, int world, int rank) {
   PlanInputs in;
+  in.device = opt.device;
   in.model = opt.model;
   in.shape = GptShape{opt.micro_batch, opt.seq_len};
   in.dtype = opt.dtype;

@@ -99,7 +99,7 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   p.buffers.push_back({kLossSums, "scalars", MemoryKind::device, 2 * sizeof(double)});
   p.buffers.push_back({kLossReadback, "scalars", MemoryKind::pinned_host, 2 * sizeof(double)});
   const MemoryKind ckpt = in.offload.activations == Tier::host ? MemoryKind::pinned_host : MemoryKind::device;
-  p.model_buffers = Gpt::buffers(in.model, in.shape, in.dtype, in.checkpointing, ckpt);
+  p.model_buffers = Gpt::buffers(in.model, in.shape, in.dtype, in.checkpointing, ckpt, in.device);
   append(p.buffers, p.model_buffers);
   return p;
 }

@@ -22,6 +22,7 @@
 namespace tz {
 
 struct PlanInputs {
+  DeviceKind device = DeviceKind::cpu;
   GptConfig model;
   GptShape shape;
   DType dtype = DType::f32;
