@@ -138,7 +138,7 @@ std::string cpu_adam_isa() { return std::string(cpu_adam_isa_name(cpu_adam_isa_c
 
 math::AdamCoeffs adam_coeffs(const AdamStep& s) {
   TZ_CHECK(s.step >= 1, "Adam step is 1-based (bias correction divides by 1 - beta^step), got ", s.step);
-  // The same expressions as core/cpu_backend.cc's adamw: the bias corrections in double, rounded once.
+  // The bias corrections in double, rounded once.
   return math::AdamCoeffs{s.lr,
                           s.beta1,
                           s.beta2,
@@ -146,7 +146,7 @@ math::AdamCoeffs adam_coeffs(const AdamStep& s) {
                           s.weight_decay,
                           s.grad_scale,
                           float(double(s.lr) / (1.0 - std::pow(double(s.beta1), s.step))),
-                          float(std::sqrt(1.0 - std::pow(double(s.beta2), s.step)))};
+                          float(1.0 / std::sqrt(1.0 - std::pow(double(s.beta2), s.step)))};
 }
 
 void cpu_adamw(float* p, float* m, float* v, const float* g, std::size_t n, const AdamStep& s, void* working,

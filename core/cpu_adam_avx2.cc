@@ -12,13 +12,13 @@ namespace tz::cpu_adam_detail {
 namespace {
 
 struct Vec {
-  __m256 grad_scale, beta1, one_minus_beta1, beta2, one_minus_beta2, bias2_sqrt, eps, step_size, decay;
+  __m256 grad_scale, beta1, one_minus_beta1, beta2, one_minus_beta2, inv_bias2_sqrt, eps, step_size, decay;
 };
 
 Vec broadcast(const Consts& k) {
   return {
       _mm256_set1_ps(k.c.grad_scale), _mm256_set1_ps(k.c.beta1),         _mm256_set1_ps(k.one_minus_beta1),
-      _mm256_set1_ps(k.c.beta2),      _mm256_set1_ps(k.one_minus_beta2), _mm256_set1_ps(k.c.bias2_sqrt),
+      _mm256_set1_ps(k.c.beta2),      _mm256_set1_ps(k.one_minus_beta2), _mm256_set1_ps(k.c.inv_bias2_sqrt),
       _mm256_set1_ps(k.c.eps),        _mm256_set1_ps(k.c.step_size),     _mm256_set1_ps(k.decay)};
 }
 
@@ -29,7 +29,7 @@ inline void update(const Vec& k, __m256& p, __m256& m, __m256& v, __m256 g) {
   g = _mm256_mul_ps(g, k.grad_scale);
   m = _mm256_add_ps(_mm256_mul_ps(k.beta1, m), _mm256_mul_ps(k.one_minus_beta1, g));
   v = _mm256_add_ps(_mm256_mul_ps(k.beta2, v), _mm256_mul_ps(_mm256_mul_ps(k.one_minus_beta2, g), g));
-  const __m256 denom = _mm256_add_ps(_mm256_div_ps(_mm256_sqrt_ps(v), k.bias2_sqrt), k.eps);
+  const __m256 denom = _mm256_add_ps(_mm256_mul_ps(_mm256_sqrt_ps(v), k.inv_bias2_sqrt), k.eps);
   p = _mm256_sub_ps(_mm256_mul_ps(p, k.decay), _mm256_mul_ps(k.step_size, _mm256_div_ps(m, denom)));
 }
 

@@ -12,13 +12,13 @@ namespace tz::cpu_adam_detail {
 namespace {
 
 struct Vec {
-  __m512 grad_scale, beta1, one_minus_beta1, beta2, one_minus_beta2, bias2_sqrt, eps, step_size, decay;
+  __m512 grad_scale, beta1, one_minus_beta1, beta2, one_minus_beta2, inv_bias2_sqrt, eps, step_size, decay;
 };
 
 Vec broadcast(const Consts& k) {
   return {
       _mm512_set1_ps(k.c.grad_scale), _mm512_set1_ps(k.c.beta1),         _mm512_set1_ps(k.one_minus_beta1),
-      _mm512_set1_ps(k.c.beta2),      _mm512_set1_ps(k.one_minus_beta2), _mm512_set1_ps(k.c.bias2_sqrt),
+      _mm512_set1_ps(k.c.beta2),      _mm512_set1_ps(k.one_minus_beta2), _mm512_set1_ps(k.c.inv_bias2_sqrt),
       _mm512_set1_ps(k.c.eps),        _mm512_set1_ps(k.c.step_size),     _mm512_set1_ps(k.decay)};
 }
 
@@ -29,7 +29,7 @@ inline void update(const Vec& k, __m512& p, __m512& m, __m512& v, __m512 g) {
   g = _mm512_mul_ps(g, k.grad_scale);
   m = _mm512_add_ps(_mm512_mul_ps(k.beta1, m), _mm512_mul_ps(k.one_minus_beta1, g));
   v = _mm512_add_ps(_mm512_mul_ps(k.beta2, v), _mm512_mul_ps(_mm512_mul_ps(k.one_minus_beta2, g), g));
-  const __m512 denom = _mm512_add_ps(_mm512_div_ps(_mm512_sqrt_ps(v), k.bias2_sqrt), k.eps);
+  const __m512 denom = _mm512_add_ps(_mm512_mul_ps(_mm512_sqrt_ps(v), k.inv_bias2_sqrt), k.eps);
   p = _mm512_sub_ps(_mm512_mul_ps(p, k.decay), _mm512_mul_ps(k.step_size, _mm512_div_ps(m, denom)));
 }
 
@@ -148,7 +148,7 @@ void run(const Consts& consts, float* p, float* m, float* v, const float* g, std
 template <WorkingOut W>
 void run(const Consts& k, float* p, float* m, float* v, const float* g, std::size_t n, void* working) {
   // Streaming stores need 64-byte aligned addresses (one vector).
-  if (W != WorkingOut::none && reinterpret_cast<std::uintptr_t>(working) % 64 == 0)
+  if (W == WorkingOut::f32 && reinterpret_cast<std::uintptr_t>(working) % 64 == 0)
     run<W, Store::streaming>(k, p, m, v, g, n, working);
   else
     run<W, Store::cached>(k, p, m, v, g, n, working);
@@ -239,7 +239,7 @@ void pass(float* p, float* m, float* v, const float* g, std::size_t n, void* wor
 
 template <WorkingOut W>
 void pass(float* p, float* m, float* v, const float* g, std::size_t n, void* working) {
-  if (W != WorkingOut::none && reinterpret_cast<std::uintptr_t>(working) % 64 == 0)
+  if (W == WorkingOut::f32 && reinterpret_cast<std::uintptr_t>(working) % 64 == 0)
     pass<W, Store::streaming>(p, m, v, g, n, working);
   else
     pass<W, Store::cached>(p, m, v, g, n, working);

@@ -398,7 +398,7 @@ TEST(CpuAdam, CoefficientsApplyTorchBiasCorrections) {
   st.step = 7;
   const math::AdamCoeffs c = adam_coeffs(st);
   EXPECT_EQ(c.step_size, float(double(st.lr) / (1.0 - std::pow(double(st.beta1), 7))));
-  EXPECT_EQ(c.bias2_sqrt, float(std::sqrt(1.0 - std::pow(double(st.beta2), 7))));
+  EXPECT_EQ(c.inv_bias2_sqrt, float(1.0 / std::sqrt(1.0 - std::pow(double(st.beta2), 7))));
   EXPECT_EQ(c.lr, st.lr);
   EXPECT_EQ(c.grad_scale, st.grad_scale);
 }
