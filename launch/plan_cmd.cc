@@ -2,6 +2,7 @@
 // without allocating anything (and without MPI: the world size is a flag).
 #include <boost/program_options.hpp>
 #include <cstdio>
+#include <set>
 
 #include "core/error.h"
 #include "launch/commands.h"
@@ -31,19 +32,20 @@ int plan_command(const std::vector<std::string>& args) {
   TZ_CHECK(world >= 1, "--world must be at least 1, got ", world);
   TZ_CHECK(rank >= -1 && rank < world, "--rank must be in [0, ", world, ") or -1, got ", rank);
   bool fits = true;
-  std::string last;
+  std::set<std::string> printed;
   for (int r = rank < 0 ? 0 : rank; r < (rank < 0 ? world : rank + 1); ++r) {
     const MemoryPlan plan = plan_memory(plan_inputs(f.o, world, r));
     std::string table = plan.table();
-    // Ranks own shards of the same sizes: print a rank's plan only when it differs from the one before.
-    std::string body = table.substr(table.find('\n'));
-    if (body != last) std::printf("%s\n", table.c_str());
-    last = body;
+    // Ranks own shards of the same sizes: print a rank's plan only when no rank's before was the same.
+    if (printed.insert(table.substr(table.find('\n'))).second) std::printf("%s\n", table.c_str());
     try {
       plan.check_fits();
     } catch (const Error& e) {
       fits = false;
-      std::printf("rank %d does not fit: %s\n", r, e.what());
+      // The message's "[rank 0 ...]" prefix names this process, not the planned rank: drop it.
+      const std::string m = e.what();
+      const std::size_t cut = m.rfind("] ", m.find("out of "));
+      std::printf("rank %d does not fit: %s\n", r, (cut == std::string::npos ? m : m.substr(cut + 2)).c_str());
     }
   }
   std::printf("%s\n", fits ? "the plan fits every budget" : "the plan does not fit (see above)");

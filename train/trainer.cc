@@ -274,6 +274,7 @@ void Loop::validate(int s, TrainResult& result) {
                         *run_.stream);
   }
   result.val_loss = float(run_.reduce_loss(comm_, 1) / (double(BT_) * n * comm_.size()));
+  if (SwapStats* pw = run_.engine->param_io_stats()) pw->reset();  // the next step's metrics count its own
   TZ_CHECK(std::isfinite(result.val_loss), "the validation loss is ", result.val_loss, " at step ", s,
            ": training diverged; lower --lr or raise --warmup");
   char b[128];
@@ -309,6 +310,9 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
   if (comm.rank() == 0) {
     log(startup_line(opt, run.plan, comm.size()));
     log(run.plan.table());
+    if (!run.dev->pin_error().empty())
+      log("the host tier is not locked in RAM (" + run.dev->pin_error() +
+          "); continuing with pageable memory (--pin-memory makes this an error)");
   }
   TrainResult result;
   Loop loop(opt, comm, log, hooks, run);

@@ -75,16 +75,9 @@ GradReducer::GradReducer(Device& dev, Stream& stream, Communicator& comm, const 
   if (host) host_staging_ = planned.take<float>("gradient delivery staging");
 }
 
-GradReducer::~GradReducer() {
-  for (auto& s : slots_)
-    if (s->work) {
-      try {
-        s->work->wait();
-      } catch (const std::exception& e) {
-        log_line(std::string("gradient bucket still in flight at shutdown: ") + e.what());
-      }
-    }
-}
+// A bucket still in flight is waited on by its Work's destructor (silently, when the communicator has
+// failed), before the bucket's memory is freed: Slot declares the staging before the Work.
+GradReducer::~GradReducer() = default;
 
 void GradReducer::push(int g, const float* grad) {
   TZ_CHECK(next_ < plan_.order.size() && plan_.order[next_] == g, "gradient of group ", g,

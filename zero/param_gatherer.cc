@@ -88,16 +88,9 @@ ParamGatherer::ParamGatherer(Device& dev, Stream& stream, Communicator& comm, co
     take(slots_[i], "gathered parameters slot " + std::to_string(i), "slot " + std::to_string(i));
 }
 
-ParamGatherer::~ParamGatherer() {
-  for (auto& s : slots_) {
-    try {
-      if (s.fetching) s.fetch.wait();
-      if (s.work) s.work->wait();
-    } catch (const std::exception& e) {
-      log_line(std::string("parameter gather still in flight at shutdown: ") + e.what());
-    }
-  }
-}
+// A gather or read still in flight is waited on by its handle's destructor (a Work stays silent when
+// the communicator has failed): Slot declares the memory they use before the handles.
+ParamGatherer::~ParamGatherer() = default;
 
 int ParamGatherer::slot_of(int g) const {
   for (std::size_t i = 0; i < slots_.size(); ++i)

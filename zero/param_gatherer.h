@@ -61,12 +61,13 @@ class ParamGatherer {
   void reset_fetch_wait() { fetch_wait_ = 0; }
 
  private:
+  // Members are destroyed in reverse order: the in-flight handles (fetch, work) before the memory they use.
   struct Slot {
     Buffer<std::uint8_t> mem;
+    Buffer<std::uint8_t> staging;  // NVMe-resident shards land here before going up
     int group = -1;
     bool held = false;
     std::unique_ptr<Work> work;
-    Buffer<std::uint8_t> staging;  // NVMe-resident shards land here before going up
     IoHandle fetch;
     bool fetching = false;
   };
