@@ -2,7 +2,9 @@
 // without allocating anything (and without MPI: the world size is a flag).
 #include <boost/program_options.hpp>
 #include <cstdio>
+#include <algorithm>
 #include <set>
+#include <vector>
 
 #include "core/error.h"
 #include "launch/commands.h"
@@ -24,16 +26,23 @@ int plan_command(const std::vector<std::string>& args) {
       "plus");
   desc.add_options()("world", po::value(&world)->default_value(world),
                      "number of ranks the job would run on")(
-      "rank", po::value(&rank)->default_value(rank), "print only this rank's plan (-1: every distinct plan)");
+      "rank", po::value(&rank)->default_value(rank),
+      "print only this rank's plan (-1: every distinct plan among ranks 0-63 and the last)");
   add_train_flags(desc, f);
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "plan")) return 0;
   resolve_train_flags(f, vm);
-  TZ_CHECK(world >= 1, "--world must be at least 1, got ", world);
+  TZ_CHECK(world >= 1 && world <= (1 << 20), "--world must be in [1, 1048576], got ", world);
   TZ_CHECK(rank >= -1 && rank < world, "--rank must be in [0, ", world, ") or -1, got ", rank);
+  // Every rank's shards have the same sizes (groups are padded to a multiple of the world), so the
+  // ranks' plans can differ only through an edge case: look at the first 64 ranks and the last.
+  std::vector<int> ranks;
+  if (rank >= 0) ranks = {rank};
+  for (int r = 0; rank < 0 && r < std::min(world, 64); ++r) ranks.push_back(r);
+  if (rank < 0 && world > 64) ranks.push_back(world - 1);
   bool fits = true;
   std::set<std::string> printed;
-  for (int r = rank < 0 ? 0 : rank; r < (rank < 0 ? world : rank + 1); ++r) {
+  for (int r : ranks) {
     const MemoryPlan plan = plan_memory(plan_inputs(f.o, world, r));
     std::string table = plan.table();
     // Ranks own shards of the same sizes: print a rank's plan only when no rank's before was the same.
