@@ -25,7 +25,7 @@ for r in $(seq "$ROUNDS"); do
     OMP_NUM_THREADS=2 "$bin" bench step --model gpt2 --micro-batch 4 --seq-len 64 --steps 3 --warmup-steps 1 \
       --json | tail -n 1 >> "$out/step-$which.jsonl"
     quickstart "$bin" "$out/qs-$which-$r.jsonl"
-    echo "round $r $which: $(tail -n 1 "$out/step-$which.jsonl" | cut -c1-0)done"
+    echo "round $r $which: done"
   done
 done
 /usr/bin/python3 - "$out" "$ROUNDS" <<'PY'
