@@ -38,7 +38,6 @@ class CpuAllocator final : public Allocator {
         throw;
       }
       std::lock_guard<std::mutex> lock(mu_);
-      if (why.empty()) locked_bytes_ += rounded;
       if (!why.empty() && pin_error_.empty()) pin_error_ = why;
     }
     if (kind() == MemoryKind::device) register_device_memory(a.ptr, rounded);
@@ -60,7 +59,6 @@ class CpuAllocator final : public Allocator {
   std::size_t align_;
   Pinning pinning_;
   mutable std::mutex mu_;
-  std::size_t locked_bytes_ = 0;
   std::string pin_error_;
 };
 
