@@ -2,6 +2,8 @@
 // DeepSpeed keys it knows but does not implement yet, so every other key is a typo we can correct.
 #include "launch/ds_config.h"
 
+#include "model/file_io.h"
+
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -667,17 +669,15 @@ void apply_ds_config(const nlohmann::json& doc, const std::string& source, Train
 }
 
 void load_ds_config(const std::string& path, TrainOptions& opt, const FlagGiven& flag_given) {
-  if (std::filesystem::is_directory(path))
-    TZ_FAIL("the DeepSpeed config '", path, "' is a directory; --config takes a JSON file");
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    TZ_FAIL("cannot open the DeepSpeed config '", path, "': ", std::strerror(errno),
-            " (check the --config path)");
-  std::stringstream text;
-  text << in.rdbuf();
+  // A regular file of bounded size: /dev/zero, a FIFO or a directory are refused before any read.
+  InputFile file(path, "DeepSpeed config (--config)");
+  TZ_CHECK(file.size() <= kMaxConfigBytes, "the DeepSpeed config '", path, "' is ", file.size(),
+           " bytes, more than the ", kMaxConfigBytes, " a config may have; --config takes a JSON file");
+  std::string text(file.size(), '\0');
+  file.read_at(text.data(), text.size(), 0);
   json doc;
   try {
-    doc = json::parse(text.str(), DuplicateKeyCheck(path));
+    doc = json::parse(text, DuplicateKeyCheck(path));
   } catch (const json::parse_error& e) {
     // e.what() carries "parse error at line L, column C: ..." after an "[json.exception...]" tag.
     std::string what = e.what();

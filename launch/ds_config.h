@@ -2,6 +2,7 @@
 // unknown, unimplemented, mistyped and out-of-range keys are errors that name the key, never skipped.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -23,6 +24,9 @@ using FlagGiven = std::function<bool(const std::string& flag)>;
 // train_batch_size is stored as given; checking it against micro_batch x grad_accum x world is the
 // caller's (DeepSpeed would derive a missing micro batch or accumulation count from it; tierzero
 // does not, see docs/configuration.md).
+// The largest config file read: DeepSpeed configs are a few KiB.
+inline constexpr std::uint64_t kMaxConfigBytes = std::uint64_t(1) << 20;
+
 void load_ds_config(const std::string& path, TrainOptions& opt, const FlagGiven& flag_given);
 
 // The same from a parsed document (for tests); `source` names it in messages.

@@ -15,7 +15,9 @@
 namespace tz {
 
 InputFile::InputFile(std::string path, std::string what) : path_(std::move(path)), what_(std::move(what)) {
-  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO for reading would otherwise block until a writer appears; it is
+  // refused below as not a regular file (and means nothing for regular files).
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd_ < 0) {
     int e = errno;
     TZ_FAIL("cannot open ", what_, " '", path_, "': ", std::strerror(e), "; check the path");
@@ -28,7 +30,9 @@ InputFile::InputFile(std::string path, std::string what) : path_(std::move(path)
   }
   if (!S_ISREG(st.st_mode)) {
     ::close(fd_);
-    TZ_FAIL(what_, " '", path_, "' is not a regular file");
+    TZ_FAIL(what_, " '", path_, "' is not a regular file (",
+            S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device" : S_ISDIR(st.st_mode) ? "a directory" : "not a file",
+            "); give the path of a file");
   }
   size_ = std::uint64_t(st.st_size);
 }

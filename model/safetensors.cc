@@ -141,6 +141,9 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : file_(path, "saf
   file_.read_at(len, 8, 0);
   std::uint64_t n = 0;
   for (int i = 0; i < 8; ++i) n |= std::uint64_t(len[i]) << (8 * i);
+  // The reference implementation's limit: a header is a few MB even for the largest models.
+  TZ_CHECK(n <= kMaxSafetensorsHeader, "safetensors file '", path, "' declares a JSON header of ", n,
+           " bytes, more than the 100000000 the safetensors format allows; the file is corrupt or not safetensors");
   TZ_CHECK(n <= size - 8, "safetensors file '", path, "' declares a JSON header of ", n, " bytes but only ",
            size - 8, " bytes follow the length field; the file is truncated or not safetensors");
   header_size_ = n;

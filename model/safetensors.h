@@ -94,6 +94,9 @@ struct SafetensorsWriteTensor {
 void write_safetensors(const std::string& path, std::vector<SafetensorsWriteTensor> tensors,
                        const std::map<std::string, std::string>& metadata = {});
 
+// The largest JSON header read (the reference implementation's limit, 100 MB).
+inline constexpr std::uint64_t kMaxSafetensorsHeader = 100'000'000;
+
 // ---- GPT-2 ----
 
 // Reads n_layer (number of h.N blocks), n_embd and vocab (wte), max_seq_len (wpe rows) from a

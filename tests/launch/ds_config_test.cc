@@ -4,6 +4,8 @@
 #include "launch/ds_config.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <set>
@@ -489,10 +491,33 @@ TEST(DsConfig, MissingFileFailsNamingThePath) {
   testing::TestDir dir;
   std::string path = dir.file("nope.json");
   std::string e = load_error(path);
-  EXPECT_TRUE(has(e, "cannot open the DeepSpeed config '" + path + "'")) << e;
+  EXPECT_TRUE(has(e, "cannot open DeepSpeed config (--config) '" + path + "'")) << e;
   EXPECT_TRUE(has(e, "No such file")) << e;
   e = load_error(dir.path());
-  EXPECT_TRUE(has(e, "is a directory")) << e;
+  EXPECT_TRUE(has(e, "is not a regular file (a directory)")) << e;
+}
+
+// Hostile inputs are refused before any read: /dev/zero would be read until memory runs out, a FIFO
+// would block forever, and an oversized file is not a config.
+TEST(DsConfig, ADeviceAFifoAndAnOversizedFileAreRefusedNamingThePath) {
+  testing::TestDir dir;
+  std::string e = load_error("/dev/zero");
+  EXPECT_TRUE(has(e, "'/dev/zero' is not a regular file (a character device)")) << e;
+  const std::string fifo = dir.file("cfg.fifo");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  e = load_error(fifo);  // returns at once: no writer is ever opened
+  EXPECT_TRUE(has(e, "'" + fifo + "' is not a regular file (a FIFO)")) << e;
+  const std::string big = dir.file("big.json");
+  write(big, "{\"x\": \"" + std::string(kMaxConfigBytes, 'a') + "\"}");
+  e = load_error(big);
+  EXPECT_TRUE(has(e, big + "' is " + std::to_string(kMaxConfigBytes + 9) + " bytes, more than the")) << e;
+  // A symlink to a real config is fine (it names a regular file).
+  const std::string real = dir.file("real.json"), link = dir.file("link.json");
+  write(real, R"({"train_micro_batch_size_per_gpu": 3})");
+  ASSERT_EQ(::symlink(real.c_str(), link.c_str()), 0);
+  TrainOptions o;
+  load_ds_config(link, o, kNoFlags);
+  EXPECT_EQ(o.micro_batch, 3);
 }
 
 TEST(DsConfig, MalformedJsonFailsWithThePathAndPosition) {

@@ -320,6 +320,16 @@ TEST_F(Safetensors, RefusesAHeaderLengthPastTheEnd) {
                                                     std::to_string(kOneTensor.size() + 8)});
 }
 
+// The reference implementation refuses headers over 100 MB before reading them; so do we (a corrupt
+// length must not make us allocate and read gigabytes).
+TEST_F(Safetensors, RefusesAHeaderOverOneHundredMegabytes) {
+  const auto path = dir.file("huge.safetensors");
+  write_raw(path, kOneTensor, kEightBytes, kMaxSafetensorsHeader + 1);
+  std::filesystem::resize_file(path, kMaxSafetensorsHeader + 100);  // sparse: the length fits the file
+  expect_error([&] { SafetensorsReader r(path); },
+               {path, "declares a JSON header of 100000001 bytes, more than the 100000000"});
+}
+
 TEST_F(Safetensors, RefusesBadJson) {
   const auto path = dir.file("json.safetensors");
   write_raw(path, R"({"a":{"dtype":"F32",)", kEightBytes);
