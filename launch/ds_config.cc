@@ -684,6 +684,10 @@ void load_ds_config(const std::string& path, TrainOptions& opt, const FlagGiven&
     auto at = what.find("] ");
     TZ_FAIL(path, " is not valid JSON: ", at == std::string::npos ? what : what.substr(at + 2), " (byte ",
             e.byte, "); DeepSpeed configs are plain JSON, without comments or trailing commas");
+  } catch (const json::exception& e) {  // e.g. a number beyond a double's range
+    std::string what = e.what();
+    auto at = what.find("] ");
+    TZ_FAIL(path, " is not valid JSON: ", at == std::string::npos ? what : what.substr(at + 2));
   }
   apply_ds_config(doc, path, opt, flag_given);
 }

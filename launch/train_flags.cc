@@ -1,6 +1,8 @@
 // The training flags and their resolution (see train_flags.h).
 #include "launch/train_flags.h"
 
+#include <cmath>
+
 #include "core/error.h"
 #include "launch/ds_config.h"
 #include "launch/parse_args.h"
@@ -118,6 +120,33 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
       "seconds a collective may wait for the other ranks before the job is stopped");
 }
 
+namespace {
+
+// Values that would train on garbage (NaN, Inf, out of range) are refused before anything starts,
+// whether they came from a flag or from --config (std::isfinite is false for NaN and both Infs).
+void check_numbers(const TrainFlags& f) {
+  const TrainOptions& o = f.o;
+  auto finite = [](double x) { return std::isfinite(x); };
+  TZ_CHECK(finite(f.comm_timeout) && f.comm_timeout > 0, "--comm-timeout must be a positive number of seconds, got ",
+           f.comm_timeout);
+  TZ_CHECK(finite(o.lr.lr) && o.lr.lr > 0, "--lr must be a positive number, got ", o.lr.lr);
+  TZ_CHECK(finite(o.lr.min_lr) && o.lr.min_lr >= 0 && o.lr.min_lr <= o.lr.lr, "--min-lr must be in [0, --lr = ",
+           o.lr.lr, "], got ", o.lr.min_lr);
+  TZ_CHECK(o.lr.warmup >= 0, "--warmup must be a number of steps >= 0, got ", o.lr.warmup);
+  TZ_CHECK(finite(o.adam.beta1) && finite(o.adam.beta2) && o.adam.beta1 >= 0 && o.adam.beta1 < 1 &&
+               o.adam.beta2 >= 0 && o.adam.beta2 < 1,
+           "--beta1 and --beta2 must be in [0, 1), got ", o.adam.beta1, " and ", o.adam.beta2);
+  TZ_CHECK(finite(o.adam.eps) && o.adam.eps > 0, "--eps must be a positive number, got ", o.adam.eps);
+  TZ_CHECK(finite(o.adam.weight_decay) && o.adam.weight_decay >= 0, "--weight-decay must be a number >= 0, got ",
+           o.adam.weight_decay);
+  TZ_CHECK(finite(o.adam.grad_clip) && o.adam.grad_clip >= 0, "--grad-clip must be a number >= 0 (0: off), got ",
+           o.adam.grad_clip);
+  TZ_CHECK(finite(o.fp16.loss_scale) && o.fp16.loss_scale >= 0, "--loss-scale must be a number >= 0 (0: dynamic), got ",
+           o.fp16.loss_scale);
+}
+
+}  // namespace
+
 void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   f.o.device = parse_device_kind(f.device);
   TZ_CHECK(f.o.device == DeviceKind::cpu,
@@ -163,12 +192,7 @@ void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   if (f.ratio_v >= 0) f.o.offload.host_ratio_v = f.ratio_v;
   for (double r : {f.o.offload.host_ratio_master, f.o.offload.host_ratio_m, f.o.offload.host_ratio_v})
     TZ_CHECK(r >= 0 && r <= 1, "offload ratios must be in [0, 1], got ", r);
-  TZ_CHECK(f.comm_timeout > 0, "--comm-timeout must be positive, got ", f.comm_timeout);
-  TZ_CHECK(f.o.lr.lr > 0, "--lr must be positive, got ", f.o.lr.lr);
-  TZ_CHECK(f.o.adam.beta1 >= 0 && f.o.adam.beta1 < 1 && f.o.adam.beta2 >= 0 && f.o.adam.beta2 < 1,
-           "--beta1 and --beta2 must be in [0, 1), got ", f.o.adam.beta1, " and ", f.o.adam.beta2);
-  TZ_CHECK(f.o.adam.eps > 0, "--eps must be positive, got ", f.o.adam.eps);
-  TZ_CHECK(f.o.adam.grad_clip >= 0, "--grad-clip must be >= 0 (0: off), got ", f.o.adam.grad_clip);
+  check_numbers(f);
   TZ_CHECK(f.o.zero.reduce_bucket_size >= 1 && f.o.zero.allgather_bucket_size >= 1,
            "--reduce-bucket-size and --allgather-bucket-size must be at least 1 element");
   TZ_CHECK(f.o.fp16.initial_scale_power >= 0 && f.o.fp16.initial_scale_power <= 127,

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,46 @@ TEST(Cli, BadValueFailsNamingTheFlag) {
   r = cli({"train", "--dtype", "fp8"});
   EXPECT_EQ(r.rc, 1);
   EXPECT_TRUE(has(r.err, "fp8")) << r.err;
+}
+
+// NaN and Inf are numbers to the flag parser: each setting that would train on garbage is refused
+// before anything starts, naming the flag and the value; so is the same value from --config.
+TEST(Cli, NonFiniteAndOutOfRangeOptimizerSettingsAreRefusedBeforeTraining) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--lr", "nan"}, "--lr must be a positive number, got nan"},
+      {{"--lr", "inf"}, "--lr must be a positive number, got inf"},
+      {{"--lr", "-1e-3"}, "--lr must be a positive number, got -0.001"},
+      {{"--eps", "nan"}, "--eps must be a positive number, got nan"},
+      {{"--weight-decay", "-inf"}, "--weight-decay must be a number >= 0, got -inf"},
+      {{"--min-lr", "0.1", "--lr", "0.01"}, "--min-lr must be in [0, --lr = 0.01], got 0.1"},
+      {{"--warmup", "-5"}, "--warmup must be a number of steps >= 0, got -5"},
+      {{"--grad-clip", "nan"}, "--grad-clip must be a number >= 0 (0: off), got nan"},
+      {{"--beta2", "1"}, "--beta1 and --beta2 must be in [0, 1), got 0.9 and 1"},
+      {{"--comm-timeout", "inf"}, "--comm-timeout must be a positive number of seconds, got inf"},
+  };
+  for (const auto& [flags, message] : cases) {
+    std::vector<std::string> args = {"train", "--steps", "1"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    CliRun r = cli(args);
+    EXPECT_EQ(r.rc, 1) << flags[0];
+    EXPECT_TRUE(has(r.err, message)) << r.err;
+    EXPECT_FALSE(has(r.out, "step ")) << "trained with " << flags[0] << " " << flags[1];
+  }
+  testing::TestDir dir;
+  const std::string cfg = dir.file("nan.json");
+  FILE* f = std::fopen(cfg.c_str(), "w");
+  std::fputs(R"({"optimizer": {"type": "AdamW", "params": {"lr": -0.5}}})", f);
+  std::fclose(f);
+  CliRun r = cli({"train", "--steps", "1", "--config", cfg});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(has(r.err, "optimizer.params.lr is -0.5; allowed: a number > 0")) << r.err;
+  // JSON has no NaN or Inf; a number too large for a double names the file.
+  f = std::fopen(cfg.c_str(), "w");
+  std::fputs(R"({"optimizer": {"type": "AdamW", "params": {"lr": 1e400}}})", f);
+  std::fclose(f);
+  r = cli({"train", "--steps", "1", "--config", cfg});
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_TRUE(has(r.err, cfg + " is not valid JSON: number overflow parsing '1e400'")) << r.err;
 }
 
 TEST(Cli, UnknownCommandExitsWithUsage) {
