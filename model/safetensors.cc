@@ -2,6 +2,7 @@
 #include "model/safetensors.h"
 
 #include <algorithm>
+#include <cmath>
 #include <array>
 #include <bit>
 #include <cstring>
@@ -389,7 +390,11 @@ void load_gpt_safetensors(const std::string& path, const ParamLayout& layout,
     TZ_CHECK(t->shape == spec->hf_shape, "tensor '", t->name, "' in safetensors file '", path, "' has shape ",
              shape_str(t->shape), " but the model expects ", shape_str(spec->hf_shape),
              "; check the model size matches the checkpoint");
-    r.read_f32(*t, groups[g].data() + spec->offset);
+    float* values = groups[g].data() + spec->offset;
+    r.read_f32(*t, values);
+    for (std::size_t i = 0, n = t->count(); i < n; ++i)
+      TZ_CHECK(std::isfinite(values[i]), "tensor '", t->name, "' in safetensors file '", path, "' holds ",
+               values[i], " at element ", i, ": a model with NaN or Inf weights cannot be trained from");
     loaded.insert(spec->name);
   }
 

@@ -9,6 +9,7 @@
 
 #include "core/backend.h"
 #include "core/error.h"
+#include "core/host_ops.h"
 #include "core/metrics.h"
 #include "model/data_loader.h"
 #include "model/gpt.h"
@@ -292,7 +293,13 @@ void export_model(const TrainOptions& opt, Communicator& comm, Run& run, const L
     full.push_back(run.engine->gather_master(int(g)));
   if (comm.rank() == 0) {
     std::vector<const float*> groups;
-    for (auto& f : full) groups.push_back(f.data());
+    for (std::size_t g = 0; g < full.size(); ++g) {
+      // A diverged model never replaces a good file (every rank holds the same values: all throw).
+      TZ_CHECK(host_all_finite(full[g].data(), full[g].size()), "the weights of ", run.plan.layout.groups[g].name,
+               " are not finite after step ", opt.steps, ": training diverged and ", opt.save_safetensors,
+               " was not written; lower --lr or raise --warmup");
+      groups.push_back(full[g].data());
+    }
     save_gpt_safetensors(opt.save_safetensors, run.plan.layout, groups, DType::f32);
     log("saved " + opt.save_safetensors);
   }

@@ -21,6 +21,12 @@ LossScaler::LossScaler(const LossScaleOptions& o) : enabled_(true) {
 
 bool LossScaler::update(bool overflow) {
   if (!enabled_) return overflow;
+  const bool at_min = !dynamic_ || scale_ <= min_scale_;
+  overflows_at_min_ = overflow && at_min ? overflows_at_min_ + 1 : 0;
+  TZ_CHECK(overflows_at_min_ < kMaxOverflowsAtMin, "fp16: ", kMaxOverflowsAtMin,
+           " steps in a row overflowed at the smallest loss scale (", scale_,
+           "); every step is being skipped: training diverged or fp16's range is too small for this model; "
+           "lower --lr, use --dtype bf16, or lower --min-loss-scale");
   if (!dynamic_) return overflow;
   if (overflow) {
     // As DeepSpeed: with hysteresis h, the first h-1 overflows only count down; the h-th halves.

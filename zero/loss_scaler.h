@@ -14,13 +14,17 @@ class LossScaler {
 
   float scale() const { return scale_; }
   bool dynamic() const { return dynamic_; }
-  // Records the step's outcome; returns true when the step must be skipped (overflow).
+  // Records the step's outcome; returns true when the step must be skipped (overflow). Throws when
+  // kMaxOverflowsAtMin overflows in a row happen at the smallest scale (static, or dynamic at
+  // min_loss_scale): the scale cannot go lower, so training would skip forever.
   bool update(bool overflow);
+  static constexpr int kMaxOverflowsAtMin = 20;
 
  private:
   bool enabled_ = false, dynamic_ = false;
   float scale_ = 1.0f, min_scale_ = 1.0f;
   int window_ = 1000, hysteresis_ = 2, cur_hysteresis_ = 2, clean_steps_ = 0;
+  int overflows_at_min_ = 0;
 };
 
 }  // namespace tz

@@ -4,11 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <iterator>
 #include <numeric>
 
 #include "core/error.h"
+#include "model/gpt_init.h"
 #include "model/safetensors.h"
 #include "tests/common/test_dir.h"
 
@@ -108,6 +110,56 @@ TEST(Train, ValidationLossIsTheSameWithActivationCheckpointingAndBf16IsClose) {
   // bf16 matmul inputs (8 significant bits) shift each loss by well under 1% over 10 steps here.
   for (std::size_t i = 0; i < plain.losses.size(); ++i)
     EXPECT_NEAR(half.losses[i], plain.losses[i], 0.01 * plain.losses[i]) << "step " << i + 1;
+}
+
+// A run that diverges ends in an error, never in success, and never replaces a good model.
+TEST(Train, ADivergingRunFailsAndLeavesTheGoodModelInPlace) {
+  testing::TestDir dir;
+  TrainOptions o = tiny(2);
+  o.save_safetensors = dir.file("model.safetensors");
+  run(o);
+  auto bytes = [](const std::string& f) {
+    std::ifstream in(f, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string good = bytes(o.save_safetensors);
+  ASSERT_FALSE(good.empty());
+  TrainOptions bad = tiny(20);
+  bad.save_safetensors = o.save_safetensors;
+  bad.lr.lr = 1e30f;
+  bad.adam.grad_clip = 0;
+  try {
+    run(bad);
+    FAIL() << "a run with lr 1e30 ended in success";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_TRUE(m.find("diverged") != std::string::npos) << m;
+  }
+  EXPECT_TRUE(bytes(o.save_safetensors) == good) << "the good model was replaced";
+}
+
+// NaN weights in --init-from are named, not trained from.
+TEST(Train, InitFromAFileWithANaNWeightIsRefusedNamingTheTensor) {
+  testing::TestDir dir;
+  const GptConfig cfg = gpt_preset("tiny");
+  const ParamLayout layout = ParamLayout::build(cfg);
+  std::vector<std::vector<float>> groups;
+  init_gpt_params(cfg, layout, 7, groups);
+  groups[1][layout.block.qkv_w + 3] = std::nanf("");
+  std::vector<const float*> ptrs;
+  for (auto& g : groups) ptrs.push_back(g.data());
+  const std::string path = dir.file("nan.safetensors");
+  save_gpt_safetensors(path, layout, ptrs, DType::f32);
+  TrainOptions o = tiny(1);
+  o.init_from = path;
+  try {
+    run(o);
+    FAIL() << "trained from NaN weights";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("h.0.attn.c_attn.weight"), std::string::npos) << m;
+    EXPECT_NE(m.find("holds nan at element 3"), std::string::npos) << m;
+  }
 }
 
 TEST(Train, MissingDataFileIsReportedByName) {

@@ -66,5 +66,33 @@ TEST(LossScaler, RefusesBadSettings) {
   EXPECT_THROW(LossScaler{o}, Error);
 }
 
+// At the smallest scale an overflow cannot lower it any further: 20 in a row stop training with an error
+// (a clean step in between resets the count), dynamic and static alike.
+TEST(LossScaler, TwentyOverflowsInARowAtTheMinimumScaleAreAnError) {
+  LossScaleOptions o;
+  o.initial_scale_power = 1;  // 2, halved once to the minimum 1
+  o.hysteresis = 1;
+  o.min_loss_scale = 1;
+  LossScaler s(o);
+  EXPECT_TRUE(s.update(true));
+  EXPECT_EQ(s.scale(), 1.0f);
+  for (int i = 0; i < LossScaler::kMaxOverflowsAtMin - 2; ++i) EXPECT_TRUE(s.update(true));
+  EXPECT_FALSE(s.update(false));  // a clean step resets the count
+  for (int i = 0; i < LossScaler::kMaxOverflowsAtMin - 1; ++i) EXPECT_TRUE(s.update(true));
+  try {
+    s.update(true);
+    FAIL() << "the 20th overflow in a row at the minimum scale did not stop training";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("20 steps in a row overflowed at the smallest loss scale (1)"),
+              std::string::npos)
+        << e.what();
+  }
+  LossScaleOptions st;
+  st.loss_scale = 128;  // static: always the smallest
+  LossScaler fixed(st);
+  for (int i = 0; i < LossScaler::kMaxOverflowsAtMin - 1; ++i) EXPECT_TRUE(fixed.update(true));
+  EXPECT_THROW(fixed.update(true), Error);
+}
+
 }  // namespace
 }  // namespace tz
