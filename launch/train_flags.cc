@@ -180,6 +180,7 @@ void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   f.o.offload.host_mem = parse_bytes(f.host_mem);
   f.o.offload.host_ratio_master = f.o.offload.host_ratio_m = f.o.offload.host_ratio_v = f.ratio;
   f.o.offload.nvme_mem = parse_bytes(f.nvme_mem);
+  f.o.config = f.config;
   // The file fills what the command line left at its defaults.
   if (!f.config.empty())
     load_ds_config(f.config, f.o,

@@ -73,13 +73,16 @@ void InputFile::read_at(void* dst, std::size_t bytes, std::uint64_t offset) cons
 }
 
 AtomicOutputFile::AtomicOutputFile(std::string path, std::string what)
-    : path_(std::move(path)), tmp_(path_ + ".tmp"), what_(std::move(what)) {
-  fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    : path_(std::move(path)), tmp_(path_ + ".tmp.XXXXXX"), what_(std::move(what)) {
+  // A unique name, created exclusively (mkostemp: O_CREAT | O_EXCL, mode 0600): never an existing file
+  // and never through a symlink someone planted at a predictable name.
+  fd_ = ::mkostemp(tmp_.data(), O_CLOEXEC);
   if (fd_ < 0) {
     int e = errno;
-    TZ_FAIL("cannot create ", what_, " '", tmp_, "': ", std::strerror(e),
+    TZ_FAIL("cannot create ", what_, " next to '", path_, "': ", std::strerror(e),
             "; check that the folder exists and is writable");
   }
+  ::fchmod(fd_, 0644);  // as a plain file would be (mkostemp creates 0600)
 }
 
 AtomicOutputFile::~AtomicOutputFile() {
@@ -113,6 +116,14 @@ void AtomicOutputFile::commit() {
   TZ_SYS_CHECK(::close(fd), "closing ", what_, " '", tmp_, "'");
   TZ_SYS_CHECK(::rename(tmp_.c_str(), path_.c_str()), "renaming ", what_, " '", tmp_, "' to '", path_, "'");
   committed_ = true;
+  // The rename is durable only once the folder's entry is on disk too.
+  const std::size_t slash = path_.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
+  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  TZ_SYS_CHECK(dfd, "opening the folder of ", what_, " '", path_, "' to flush it");
+  const int rc = ::fsync(dfd);
+  ::close(dfd);
+  TZ_SYS_CHECK(rc, "flushing the folder of ", what_, " '", path_, "' to disk");
 }
 
 }  // namespace tz

@@ -29,8 +29,9 @@ class InputFile {
   std::uint64_t size_ = 0;
 };
 
-// Writes `path + ".tmp"`; commit() flushes it to disk and renames it to `path`. Destroyed without
-// commit (an exception on the way), it removes the temporary file and leaves `path` untouched.
+// Writes a temporary file next to `path` (a unique name, created exclusively); commit() flushes it to
+// disk, renames it to `path` and flushes the folder. Destroyed without commit (an exception on the way),
+// it removes the temporary file and leaves `path` untouched.
 class AtomicOutputFile {
  public:
   AtomicOutputFile(std::string path, std::string what);

@@ -26,6 +26,7 @@ struct TrainOptions {
   std::string init_from;  // safetensors file
   std::string save_safetensors;
   std::string metrics;  // JSONL path
+  std::string config;         // the DeepSpeed config it was read from, if any (an input: never an output)
   int steps = 200;
   int micro_batch = 4;       // sequences per rank per micro-step
   int grad_accum = 1;        // micro-steps per optimizer step

@@ -16,6 +16,7 @@
 #include "model/gpt_init.h"
 #include "model/safetensors.h"
 #include "train/corpus_data.h"
+#include "train/output_checks.h"
 #include "train/step_metrics.h"
 #include "zero/engine.h"
 
@@ -310,6 +311,7 @@ void export_model(const TrainOptions& opt, Communicator& comm, Run& run, const L
 
 TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_fn, const TrainHooks& hooks) {
   check_options(opt, comm.size());
+  if (comm.rank() == 0) check_outputs(opt);  // rank 0 writes them; its error ends every rank
   const LogFn log =
       log_fn ? log_fn
              : LogFn([](const std::string& s) { std::printf("%s\n", s.c_str()), std::fflush(stdout); });
