@@ -17,6 +17,7 @@
 #include "model/safetensors.h"
 #include "train/corpus_data.h"
 #include "train/output_checks.h"
+#include "train/rank_agreement.h"
 #include "train/step_metrics.h"
 #include "zero/engine.h"
 
@@ -311,6 +312,7 @@ void export_model(const TrainOptions& opt, Communicator& comm, Run& run, const L
 
 TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_fn, const TrainHooks& hooks) {
   check_options(opt, comm.size());
+  check_ranks_agree(opt, comm);              // before anything depends on the settings being equal
   if (comm.rank() == 0) check_outputs(opt);  // rank 0 writes them; its error ends every rank
   const LogFn log =
       log_fn ? log_fn

@@ -1,0 +1,95 @@
+// Ranks started with different settings: for each setting that must be shared, the last rank alone
+// changes it, and every rank must stop before training with an error naming the setting and both
+// values (before: heap corruption, MPI_ERR_TRUNCATE, segfaults or silent divergence).
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "core/error.h"
+#include "model/token_file.h"
+#include "tests/common/test_dir.h"
+#include "train/rank_agreement.h"
+#include "train/trainer.h"
+
+namespace tz {
+namespace {
+
+TrainOptions tiny() {
+  TrainOptions o;
+  o.model = gpt_preset("tiny");
+  o.steps = 2;
+  o.log_every = 0;
+  o.val_batches = 1;
+  return o;
+}
+
+struct Mismatch {
+  const char* names;  // what the message must name
+  std::function<void(TrainOptions&)> change;
+  const char* rank0_value;  // rank 0's value as the message quotes it
+};
+
+TEST(RankAgreement, EverySharedSettingThatDiffersStopsEveryRankNamingItAndBothValues) {
+  auto comm = make_mpi_world();
+  if (comm->size() == 1) GTEST_SKIP() << "needs at least 2 ranks";
+  const bool last = comm->rank() == comm->size() - 1;
+  const std::vector<Mismatch> cases = {
+      {"the model", [](TrainOptions& o) { o.model.n_embd = 128; }, "2 layers, 4 heads, 64 wide"},
+      {"the model", [](TrainOptions& o) { o.model.n_layer = 3; }, "2 layers"},
+      {"--steps", [](TrainOptions& o) { o.steps = 3; }, "2"},
+      {"--grad-accum", [](TrainOptions& o) { o.grad_accum = 2; }, "1"},
+      {"--zero-stage", [](TrainOptions& o) { o.zero.stage = 2; }, "0"},
+      {"--seed", [](TrainOptions& o) { o.seed = 1; }, "1337"},
+      {"--lr, --min-lr", [](TrainOptions& o) { o.lr.lr = 1e-3f; }, "0.000300000014"},
+      {"--dtype", [](TrainOptions& o) { o.dtype = DType::bf16; }, "fp32"},
+      {"--seq-len", [](TrainOptions& o) { o.seq_len = 32; }, "64"},
+      {"--micro-batch", [](TrainOptions& o) { o.micro_batch = 2; }, "4"},
+      {"--offload-optimizer", [](TrainOptions& o) { o.offload.optimizer = Tier::host; }, "device, device, device"},
+      {"--reduce-bucket-size", [](TrainOptions& o) { o.zero.reduce_bucket_size = 1000; }, "500000000"},
+      {"--shuffle", [](TrainOptions& o) { o.shuffle = true; }, "off"},
+  };
+  for (const Mismatch& c : cases) {
+    TrainOptions o = tiny();
+    if (last) c.change(o);
+    try {
+      train(o, *comm, [](const std::string&) {});
+      ADD_FAILURE() << "trained with a different " << c.names << " on rank " << comm->size() - 1;
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("the ranks were started with different settings: "), std::string::npos) << m;
+      EXPECT_NE(m.find(c.names), std::string::npos) << m;
+      EXPECT_NE(m.find(std::string(" is ") + c.rank0_value), std::string::npos) << m;
+      EXPECT_NE(m.find("on rank " + std::to_string(comm->size() - 1)), std::string::npos) << m;
+    }
+  }
+}
+
+// The data is compared by content, not by path: the same tokens under different names agree, other
+// tokens do not.
+TEST(RankAgreement, DataFilesAreComparedByContent) {
+  auto comm = make_mpi_world();
+  if (comm->size() == 1) GTEST_SKIP() << "needs at least 2 ranks";
+  testing::TestDir dir;
+  const std::string same = dir.file("r" + std::to_string(comm->rank()) + ".bin");
+  write_token_file(same, std::vector<std::uint16_t>(20000, 66));
+  TrainOptions o = tiny();
+  o.data = same;
+  EXPECT_NO_THROW(check_ranks_agree(o, *comm));
+  std::vector<std::uint16_t> tokens(20000, 66);
+  if (comm->rank() == comm->size() - 1) tokens[123] = 67;
+  const std::string other = dir.file("d" + std::to_string(comm->rank()) + ".bin");
+  write_token_file(other, tokens);
+  o.data = other;
+  try {
+    check_ranks_agree(o, *comm);
+    ADD_FAILURE() << "different data on the last rank was not seen";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("--data is 41024 bytes, xxh3 "), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace tz

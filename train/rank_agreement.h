@@ -1,0 +1,28 @@
+// At start-up every rank states the settings that must be the same on all ranks (model shape, stage,
+// batch sizes, accumulation, dtype, seed, schedule, optimizer, offload placement, the training data's
+// identity) and the ranks compare them, so that a job started with different settings on different
+// ranks stops at once naming the setting and both values, instead of corrupting memory or hanging in
+// mismatched collectives. Budgets, NVMe paths and output paths may differ per rank.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "comm/communicator.h"
+#include "train/train_options.h"
+
+namespace tz {
+
+// (flag, value) for every setting the ranks must share, values formatted exactly (floats to 9 digits).
+std::vector<std::pair<std::string, std::string>> shared_settings(const TrainOptions& opt);
+
+// The identity of a token file: its size and the XXH3-64 of its first and last MiB ("default corpus"
+// for the built-in one), the same on every node that holds a copy of the same file.
+std::string data_identity(const std::string& path);
+
+// Collective: every rank calls it. Throws on every rank, naming the first setting that differs, the
+// lowest rank that differs from rank 0 and both values.
+void check_ranks_agree(const TrainOptions& opt, Communicator& comm);
+
+}  // namespace tz
