@@ -1,5 +1,8 @@
 // `tierzero train`: flags -> TrainOptions -> train() on every rank.
 #include <boost/program_options.hpp>
+#include <signal.h>
+
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 
@@ -14,6 +17,25 @@
 namespace po = boost::program_options;
 
 namespace tz {
+namespace {
+
+// Set by SIGTERM (Slurm's preemption signal) or SIGINT; read by the training loop at each step's end.
+std::atomic<int> g_stop_signal{0};
+
+extern "C" void on_stop_signal(int sig) { g_stop_signal.store(sig); }
+
+// The first SIGTERM or SIGINT asks for a clean stop; the handler is then reset, so a second one ends
+// the process at once (SA_RESETHAND).
+void install_stop_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sa.sa_flags = SA_RESETHAND | SA_RESTART;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGINT, &sa, nullptr);
+}
+
+}  // namespace
 
 int train_command(const std::vector<std::string>& args) {
   TrainFlags f;
@@ -33,8 +55,12 @@ int train_command(const std::vector<std::string>& args) {
             " process(es): under Slurm use srun --mpi=pmix (Debian's ",
             "Open MPI needs PMIx), or start the job with mpirun");
   }
+  install_stop_handlers();
   try {
-    train(f.o, *comm);
+    const TrainResult r = train(f.o, *comm, nullptr, {}, &g_stop_signal);
+    // Stopped by a signal after a clean finish of a step: the conventional 128 + signal status, the
+    // same on every rank (the highest signal any rank received).
+    if (r.stopped_after > 0) return 128 + (r.stop_signal > 0 ? r.stop_signal : SIGTERM);
   } catch (const std::exception& e) {
     // Stop every rank now: the others may be waiting in a collective for this one.
     std::fprintf(stderr, "tierzero train failed: %s\n", e.what());

@@ -2,6 +2,7 @@
 #include "train/trainer.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -86,15 +87,15 @@ struct Run {
     planned->expect_all_taken();  // what was allocated is exactly what the plan lists
   }
 
-  // The sum over ranks of slot i of the loss sums, read back to the host, and the slot zeroed.
-  double reduce_loss(Communicator& comm, int i) {
+  // The sums over ranks of slots [i, i + n) of the scalars, read back to the host (readback[i..]), and
+  // the slots zeroed.
+  void reduce_scalars(Communicator& comm, int i, int n, ReduceOp op = ReduceOp::sum) {
     Backend& be = dev->backend();
-    if (comm.size() > 1) comm.all_reduce(losses.data() + i, 1, DType::f64)->wait(*stream);
-    be.copy_async(*stream, readback.data() + i, losses.data() + i, sizeof(double));
-    be.memset_async(*stream, losses.data() + i, 0, sizeof(double));
+    if (comm.size() > 1) comm.all_reduce(losses.data() + i, n, DType::f64, op)->wait(*stream);
+    be.copy_async(*stream, readback.data() + i, losses.data() + i, n * sizeof(double));
+    be.memset_async(*stream, losses.data() + i, 0, n * sizeof(double));
     done->record(*stream);
     done->synchronize();
-    return readback.data()[i];
   }
 
   MemoryPlan plan;
@@ -147,15 +148,19 @@ PlanInputs plan_inputs(const TrainOptions& opt, int world, int rank) {
 
 namespace {
 
+constexpr int kStopSlot = 1, kValSlot = 2;  // in the scalars: [train loss sum, stop flag, val loss sum]
+
 // One job's loop state on top of a Run: the step, validation, logging and metrics.
 class Loop {
  public:
-  Loop(const TrainOptions& opt, Communicator& comm, const LogFn& log, const TrainHooks& hooks, Run& run)
+  Loop(const TrainOptions& opt, Communicator& comm, const LogFn& log, const TrainHooks& hooks, Run& run,
+       const std::atomic<int>* stop)
       : opt_(opt),
         comm_(comm),
         log_(log),
         hooks_(hooks),
         run_(run),
+        stop_(stop),
         metrics_(comm.rank() == 0 ? opt.metrics : std::string()),
         BT_(std::size_t(opt.micro_batch) * opt.seq_len),
         inputs_(BT_),
@@ -163,6 +168,8 @@ class Loop {
 
   void step(int s, TrainResult& result);
   void validate(int s, TrainResult& result);
+  // Whether a rank saw a stop signal before the last step's reduction (the same on every rank).
+  bool stop_requested() const { return stop_requested_; }
 
  private:
   void log(const std::string& line) const {
@@ -176,6 +183,8 @@ class Loop {
   const LogFn& log_;
   const TrainHooks& hooks_;
   Run& run_;
+  const std::atomic<int>* stop_;
+  bool stop_requested_ = false;
   MetricsWriter metrics_;
   std::size_t BT_;
   std::vector<std::int32_t> inputs_, targets_;
@@ -205,7 +214,13 @@ void Loop::step(int s, TrainResult& result) {
   const StepStats st = run_.engine->step();
   t.optimizer = ms_since(t3);
   const double tokens = double(BT_) * opt_.grad_accum * comm_.size();
-  const float loss = float(run_.reduce_loss(comm_, 0) / tokens);
+  // The stop flag rides with the loss: a signal seen by any rank stops every rank after the same step.
+  run_.readback.data()[kStopSlot] = stop_ && stop_->load() ? 1.0 : 0.0;
+  run_.dev->backend().copy_async(*run_.stream, run_.losses.data() + kStopSlot, run_.readback.data() + kStopSlot,
+                                 sizeof(double));
+  run_.reduce_scalars(comm_, 0, 2);
+  const float loss = float(run_.readback.data()[0] / tokens);
+  if (run_.readback.data()[kStopSlot] > 0) stop_requested_ = true;
   TZ_CHECK(std::isfinite(loss) || opt_.dtype == DType::f16, "the training loss is ", loss, " at step ", s,
            ": training diverged; lower --lr or raise --warmup");
   t.step = ms_since(t0);
@@ -273,10 +288,11 @@ void Loop::validate(int s, TrainResult& result) {
   for (int i = 0; i < n; ++i) {
     val->next_batch(inputs_.data(), targets_.data());
     run_.engine->begin_micro_step(false);
-    run_.model->forward(*run_.engine, inputs_.data(), targets_.data(), 1.0f, run_.losses.data() + 1,
+    run_.model->forward(*run_.engine, inputs_.data(), targets_.data(), 1.0f, run_.losses.data() + kValSlot,
                         *run_.stream);
   }
-  result.val_loss = float(run_.reduce_loss(comm_, 1) / (double(BT_) * n * comm_.size()));
+  run_.reduce_scalars(comm_, kValSlot, 1);
+  result.val_loss = float(run_.readback.data()[kValSlot] / (double(BT_) * n * comm_.size()));
   if (SwapStats* pw = run_.engine->param_io_stats()) pw->reset();  // the next step's metrics count its own
   TZ_CHECK(std::isfinite(result.val_loss), "the validation loss is ", result.val_loss, " at step ", s,
            ": training diverged; lower --lr or raise --warmup");
@@ -289,7 +305,7 @@ void Loop::validate(int s, TrainResult& result) {
   result.metrics.push_back(rec);
 }
 
-void export_model(const TrainOptions& opt, Communicator& comm, Run& run, const LogFn& log) {
+void export_model(const TrainOptions& opt, Communicator& comm, Run& run, const LogFn& log, int last) {
   std::vector<std::vector<float>> full;
   for (std::size_t g = 0; g < run.plan.layout.groups.size(); ++g)
     full.push_back(run.engine->gather_master(int(g)));
@@ -298,7 +314,7 @@ void export_model(const TrainOptions& opt, Communicator& comm, Run& run, const L
     for (std::size_t g = 0; g < full.size(); ++g) {
       // A diverged model never replaces a good file (every rank holds the same values: all throw).
       TZ_CHECK(host_all_finite(full[g].data(), full[g].size()), "the weights of ", run.plan.layout.groups[g].name,
-               " are not finite after step ", opt.steps, ": training diverged and ", opt.save_safetensors,
+               " are not finite after step ", last, ": training diverged and ", opt.save_safetensors,
                " was not written; lower --lr or raise --warmup");
       groups.push_back(full[g].data());
     }
@@ -310,7 +326,8 @@ void export_model(const TrainOptions& opt, Communicator& comm, Run& run, const L
 
 }  // namespace
 
-TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_fn, const TrainHooks& hooks) {
+TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_fn, const TrainHooks& hooks,
+                  const std::atomic<int>* stop) {
   check_options(opt, comm.size());
   check_ranks_agree(opt, comm);              // before anything depends on the settings being equal
   if (comm.rank() == 0) check_outputs(opt);  // rank 0 writes them; its error ends every rank
@@ -326,12 +343,28 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
           "); continuing with pageable memory (--pin-memory makes this an error)");
   }
   TrainResult result;
-  Loop loop(opt, comm, log, hooks, run);
-  for (int s = 1; s <= opt.steps; ++s) {
+  Loop loop(opt, comm, log, hooks, run, stop);
+  int last = 0;
+  for (int s = 1; s <= opt.steps && !loop.stop_requested(); ++s) {
     loop.step(s, result);
-    if (opt.val_every > 0 && s % opt.val_every == 0 && s != opt.steps) loop.validate(s, result);
+    last = s;
+    if (opt.val_every > 0 && s % opt.val_every == 0 && s != opt.steps && !loop.stop_requested())
+      loop.validate(s, result);
   }
-  loop.validate(opt.steps, result);
+  if (loop.stop_requested()) {
+    // Every rank reports the same signal (the highest any rank received), so the job's status does not
+    // depend on which rank exits first.
+    result.stopped_after = last;
+    run.readback.data()[kStopSlot] = stop ? double(stop->load()) : 0.0;
+    run.dev->backend().copy_async(*run.stream, run.losses.data() + kStopSlot, run.readback.data() + kStopSlot,
+                                  sizeof(double));
+    run.reduce_scalars(comm, kStopSlot, 1, ReduceOp::max);
+    result.stop_signal = int(run.readback.data()[kStopSlot]);
+    if (comm.rank() == 0)
+      log("stopped by a signal after step " + std::to_string(last) + " of " + std::to_string(opt.steps) +
+          " on every rank: validating, saving and cleaning up");
+  }
+  loop.validate(last, result);
   for (int i = 0; i < 3; ++i) {
     result.plan_bytes[i] = run.plan.total(Tier(i));
     result.peak_bytes[i] =
@@ -351,7 +384,7 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
           .append(format_bytes(result.peak_bytes[i]));
     log(cmp);
   }
-  if (!opt.save_safetensors.empty()) export_model(opt, comm, run, log);
+  if (!opt.save_safetensors.empty()) export_model(opt, comm, run, log, last);
   return result;
 }
 

@@ -3,6 +3,7 @@
 // safetensors export. It sits above the engine (zero/) and the model (model/).
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -26,6 +27,8 @@ struct TrainResult {
   std::size_t plan_bytes[3] = {0, 0, 0};  // the printed plan's total per tier (device, host, nvme)
   std::size_t peak_bytes[3] = {0, 0, 0};  // peak per tier, as the allocators' budgets saw it
   std::vector<nlohmann::json> metrics;    // the per-step records written to --metrics
+  int stopped_after = 0;  // > 0: a stop signal ended the run after this step (0: it ran every step)
+  int stop_signal = 0;    // the highest signal number any rank received (the same on every rank)
 };
 
 using LogFn = std::function<void(const std::string&)>;
@@ -34,8 +37,10 @@ using LogFn = std::function<void(const std::string&)>;
 PlanInputs plan_inputs(const TrainOptions& opt, int world, int rank);
 
 // Runs a whole training job; every rank of `comm` calls it. Progress lines go to `log` on rank 0
-// (stdout by default).
+// (stdout by default). `stop`, set to a signal number (by launch/'s SIGTERM and SIGINT handler) on any
+// rank, makes every rank finish the current step, validate, save --save-safetensors and return with
+// stopped_after set; NVMe stores are removed on the way out as after any run.
 TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log = nullptr,
-                  const TrainHooks& hooks = {});
+                  const TrainHooks& hooks = {}, const std::atomic<int>* stop = nullptr);
 
 }  // namespace tz

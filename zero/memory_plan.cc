@@ -96,8 +96,8 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   if (!p.optimizer_swap.counts.empty()) append(p.buffers, OptimizerSwapper::buffers(p.optimizer_swap));
   append(p.buffers, ParamSwapper::buffers(p.param_swap));
   append(p.buffers, OptimizerStep::buffers(p));
-  p.buffers.push_back({kLossSums, "scalars", MemoryKind::device, 2 * sizeof(double)});
-  p.buffers.push_back({kLossReadback, "scalars", MemoryKind::pinned_host, 2 * sizeof(double)});
+  p.buffers.push_back({kLossSums, "scalars", MemoryKind::device, 3 * sizeof(double)});
+  p.buffers.push_back({kLossReadback, "scalars", MemoryKind::pinned_host, 3 * sizeof(double)});
   const MemoryKind ckpt = in.offload.activations == Tier::host ? MemoryKind::pinned_host : MemoryKind::device;
   p.model_buffers = Gpt::buffers(in.model, in.shape, in.dtype, in.checkpointing, ckpt, in.device);
   append(p.buffers, p.model_buffers);

@@ -67,7 +67,8 @@ struct MemoryPlan {
 
 MemoryPlan plan_memory(const PlanInputs& in);
 
-// The training loop's scalars: the loss sums (training, validation) on the device and their readback.
+// The training loop's scalars on the device and their readback: the training loss sum, the stop flag
+// (reduced with it), the validation loss sum.
 inline constexpr const char* kLossSums = "loss sums";
 inline constexpr const char* kLossReadback = "loss readback";
 
