@@ -44,7 +44,7 @@ Engine::Engine(Device& dev, Stream& stream, Communicator& comm, const MemoryPlan
   if (planned.has("backward gradient (one block)"))
     backward_small_ = planned.take<float>("backward gradient (one block)");
   if (plan.nvme_bytes) open_store();
-  if (optimizer_swap_ == nullptr && !plan.optimizer_swap.counts.empty())
+  if (!plan.optimizer_swap.counts.empty())
     optimizer_swap_ = std::make_unique<OptimizerSwapper>(*store_, plan.optimizer_swap, planned);
   if (plan.param_swap.any())
     param_swap_ = std::make_unique<ParamSwapper>(*store_, plan.param_swap, plan.in.dtype, planned);

@@ -99,8 +99,7 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   p.buffers.push_back({kLossSums, "scalars", MemoryKind::device, 3 * sizeof(double)});
   p.buffers.push_back({kLossReadback, "scalars", MemoryKind::pinned_host, 3 * sizeof(double)});
   const MemoryKind ckpt = in.offload.activations == Tier::host ? MemoryKind::pinned_host : MemoryKind::device;
-  p.model_buffers = Gpt::buffers(in.model, in.shape, in.dtype, in.checkpointing, ckpt, in.device);
-  append(p.buffers, p.model_buffers);
+  append(p.buffers, Gpt::buffers(in.model, in.shape, in.dtype, in.checkpointing, ckpt, in.device));
   return p;
 }
 

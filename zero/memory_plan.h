@@ -51,7 +51,6 @@ struct MemoryPlan {
   ParamSwapPlan param_swap;
   std::size_t update_chunk = 0;           // elements per piece of a host-side optimizer update
   std::vector<BufferSpec> buffers;        // device and pinned host memory, model included
-  std::vector<BufferSpec> model_buffers;  // the model's share of `buffers`, for Gpt
   std::uint64_t nvme_bytes = 0;           // the NVMe store: optimizer states, then parameter shards
 
   std::size_t total(Tier t) const;

@@ -56,7 +56,6 @@ class OptimizerSwapper {
 
   const SwapStats& stats() const { return stats_; }
   SwapStats& stats() { return stats_; }
-  const OptimizerSwapPlan& plan() const { return plan_; }
   // The staging ring's memory (to register with io_uring).
   std::vector<std::span<std::byte>> regions();
 

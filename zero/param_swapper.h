@@ -48,7 +48,6 @@ class ParamSwapper {
   // Waits for every write-back (end of the step).
   void drain();
 
-  const ParamSwapPlan& plan() const { return plan_; }
   SwapStats& stats() { return stats_; }
   std::vector<std::span<std::byte>> regions();
 

@@ -11,11 +11,6 @@ bool Placement::any(bool GroupPlacement::*flag) const {
   return false;
 }
 
-bool Placement::any_update_on(Tier t) const {
-  for (const GroupPlacement& g : groups)
-    if (g.update_on == t) return true;
-  return false;
-}
 
 namespace {
 

@@ -42,7 +42,6 @@ struct Placement {
   std::vector<GroupPlacement> groups;
 
   bool any(bool GroupPlacement::*flag) const;
-  bool any_update_on(Tier t) const;
 };
 
 Placement place(const ParamLayout& layout, const ShardMap& map, DType working, const ZeroOptions& zero,
