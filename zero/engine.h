@@ -52,6 +52,17 @@ struct EngineHooks {
   std::function<void(int step, int group, float* grad, Stream& stream)> before_reduce;
 };
 
+// What a checkpoint keeps of the engine besides the states: the step counters and the loss scaler.
+struct EngineState {
+  int optimizer_steps = 0;  // updates applied (Adam's t; fp16-skipped steps do not count)
+  int computing = 1;        // the 1-based step being computed next
+  LossScaler::State scaler;
+};
+
+// Visits this rank's optimizer states in pieces: elements [begin, begin + n) of group g's optimizer
+// range (GroupPlacement::opt_range) of the fp32 master, Adam m and v, as host arrays.
+using StateVisit = std::function<void(int g, std::size_t begin, std::size_t n, float* master, float* m, float* v)>;
+
 // Fills `values` (resized to the group's element count) with group g's fp32 initial values.
 using GroupInit = std::function<void(int group, std::vector<float>& values)>;
 
@@ -82,6 +93,15 @@ class Engine final : public ParamProvider {
 
   // The full fp32 master values of a group, gathered from every rank (collective: all ranks call it).
   std::vector<float> gather_master(int group);
+
+  // Checkpoints (zero/engine_state.cc). state()/restore() move the counters and the scaler; visit_states
+  // runs fn over every group's states in group order, in pieces of at most kStatePiece elements (or the
+  // NVMe sub-group), staged in pageable host memory or the NVMe staging ring. With `write_back`, what
+  // fn leaves in master, m and v is stored back where they live (resume).
+  static constexpr std::size_t kStatePiece = std::size_t(1) << 22;
+  EngineState state() const;
+  void restore(const EngineState& s);
+  void visit_states(const StateVisit& fn, bool write_back);
 
   const MemoryPlan& plan() const { return plan_; }
   Communicator& comm() { return comm_; }

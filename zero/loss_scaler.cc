@@ -44,4 +44,16 @@ bool LossScaler::update(bool overflow) {
   return false;
 }
 
+void LossScaler::restore(const State& s) {
+  TZ_CHECK(std::isfinite(s.scale) && s.scale > 0 && s.hysteresis_left >= 0 && s.clean_steps >= 0 &&
+               s.overflows_at_min >= 0,
+           "fp16 loss scaler state out of range (scale ", s.scale, ", hysteresis left ", s.hysteresis_left,
+           ", clean steps ", s.clean_steps, ")");
+  if (!enabled_) return;
+  if (dynamic_) scale_ = s.scale;  // a static scale stays what the options say
+  cur_hysteresis_ = s.hysteresis_left;
+  clean_steps_ = s.clean_steps;
+  overflows_at_min_ = s.overflows_at_min;
+}
+
 }  // namespace tz

@@ -20,6 +20,14 @@ class LossScaler {
   bool update(bool overflow);
   static constexpr int kMaxOverflowsAtMin = 20;
 
+  // What a checkpoint keeps of the scaler: with the options, it resumes the same sequence of scales.
+  struct State {
+    float scale = 1.0f;
+    int hysteresis_left = 2, clean_steps = 0, overflows_at_min = 0;
+  };
+  State state() const { return {scale_, cur_hysteresis_, clean_steps_, overflows_at_min_}; }
+  void restore(const State& s);
+
  private:
   bool enabled_ = false, dynamic_ = false;
   float scale_ = 1.0f, min_scale_ = 1.0f;

@@ -119,7 +119,7 @@ void OptimizerSwapper::initialize(int g, const float* master) {
   }
 }
 
-void OptimizerSwapper::for_each(const Update& fn) {
+void OptimizerSwapper::for_each(const Update& fn, bool write_back) {
   const std::size_t K = units_.size(), B = slots_.size();
   // Unit i uses slot i % B: reading unit i waits for the write-back of unit i - B in the same slot.
   auto start_read = [&](std::size_t i) {
@@ -133,7 +133,7 @@ void OptimizerSwapper::for_each(const Update& fn) {
     wait(s);
     const Unit& u = units_[i];
     fn(u.g, u.begin, u.n, slot_array(s, 0), slot_array(s, 1), slot_array(s, 2));
-    issue(s, u, true);
+    if (write_back) issue(s, u, true);
     // The next read reuses the slot of unit i - 1, whose write-back ran while Adam updated unit i.
     if (i + B - 1 < K) start_read(i + B - 1);
   }

@@ -48,9 +48,10 @@ class OptimizerSwapper {
   // Writes group g's initial master values with m = v = 0 (blocking; before training).
   void initialize(int g, const float* master);
   // Runs fn over every sub-group of every group in order, pipelined: fn(g, begin, n, master, m, v)
-  // updates elements [begin, begin + n) of group g's range in place; they are written back after.
+  // updates elements [begin, begin + n) of group g's range in place; they are written back after, unless
+  // `write_back` is false (a read-only pass: checkpoints).
   using Update = std::function<void(int g, std::size_t begin, std::size_t n, float* p, float* m, float* v)>;
-  void for_each(const Update& fn);
+  void for_each(const Update& fn, bool write_back = true);
   // Reads group g's master values (blocking; for export).
   void read_master(int g, float* out);
 

@@ -1,0 +1,54 @@
+// Engine: what checkpoints read and restore (step counters, the loss scaler, every group's states).
+#include <algorithm>
+#include <vector>
+
+#include "core/backend.h"
+#include "core/error.h"
+#include "zero/engine.h"
+
+namespace tz {
+
+EngineState Engine::state() const {
+  EngineState s;
+  s.optimizer_steps = step_;
+  s.computing = computing_;
+  s.scaler = scaler_.state();
+  return s;
+}
+
+void Engine::restore(const EngineState& s) {
+  TZ_CHECK(s.optimizer_steps >= 0 && s.computing >= s.optimizer_steps + 1, "engine state out of range: ",
+           s.optimizer_steps, " optimizer steps, computing step ", s.computing);
+  step_ = s.optimizer_steps;
+  computing_ = s.computing;
+  if (fp16_) scaler_.restore(s.scaler);
+}
+
+void Engine::visit_states(const StateVisit& fn, bool write_back) {
+  if (optimizer_swap_) {  // on NVMe: through the staging ring, sub-group by sub-group
+    optimizer_swap_->for_each(fn, write_back);
+    return;
+  }
+  Backend& be = dev_.backend();
+  std::vector<float> stage;
+  for (GroupState& g : groups_) {
+    const std::size_t count = g.place->opt_range.count;
+    const std::size_t piece = std::min(kStatePiece, count);
+    stage.resize(3 * piece);
+    float* host[3] = {stage.data(), stage.data() + piece, stage.data() + 2 * piece};
+    for (std::size_t b = 0; b < count; b += piece) {
+      const std::size_t n = std::min(piece, count - b);
+      float* home[3] = {g.master_at(b), g.m.data() + b, g.v.data() + b};
+      for (int a = 0; a < 3; ++a) be.copy_async(stream_, host[a], home[a], n * sizeof(float));
+      done_->record(stream_);
+      done_->synchronize();
+      fn(g.index, b, n, host[0], host[1], host[2]);
+      if (!write_back) continue;
+      for (int a = 0; a < 3; ++a) be.copy_async(stream_, home[a], host[a], n * sizeof(float));
+      done_->record(stream_);
+      done_->synchronize();
+    }
+  }
+}
+
+}  // namespace tz
