@@ -60,6 +60,14 @@ int train_command(const std::vector<std::string>& args) {
     const TrainResult r = train(f.o, *comm, nullptr, {}, &g_stop_signal);
     // Stopped by a signal after a clean finish of a step: the conventional 128 + signal status, the
     // same on every rank (the highest signal any rank received).
+    // With --save-dir the stop saved a checkpoint, and the job ends with 0 so that a requeued job (Slurm
+    // --requeue) resumes from it with --resume latest.
+    if (r.stopped_after > 0 && !r.checkpoint.empty()) {
+      if (comm->rank() == 0)
+        std::printf("stopped after step %d with checkpoint %s saved: exit 0 (continue with --resume latest)\n",
+                    r.stopped_after, r.checkpoint.c_str());
+      return 0;
+    }
     if (r.stopped_after > 0) return 128 + (r.stop_signal > 0 ? r.stop_signal : SIGTERM);
   } catch (const std::exception& e) {
     // Stop every rank now: the others may be waiting in a collective for this one.

@@ -53,6 +53,15 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
       "cpu (cuda training arrives with the CUDA backend)")(
       "device-mem", po::value(&f.device_mem)->default_value(f.device_mem),
       "device memory budget, e.g. 512M, 8G (powers of 1024; on cpu: host memory the run may use)")(
+      "save-dir", po::value(&f.o.save_dir)->default_value(""),
+      "folder for training checkpoints (step-NNNNNNNN folders and a `latest` pointer); the last step is "
+      "always saved")("save-every", po::value(&f.o.save_every)->default_value(f.o.save_every),
+                      "also save a checkpoint every N steps (0: only at the end and on SIGTERM/SIGINT)")(
+      "keep-last", po::value(&f.o.keep_last)->default_value(f.o.keep_last),
+      "keep the N newest checkpoints in --save-dir, pruning older ones after each save (0: keep all)")(
+      "resume", po::value(&f.o.resume)->default_value(""),
+      "continue from a checkpoint: latest (the newest in --save-dir; none yet: start at step 1) or a "
+      "checkpoint folder")(
       "val-every", po::value(&f.o.val_every)->default_value(f.o.val_every),
       "validate every N steps (0: only after the last step)")(
       "val-batches", po::value(&f.o.val_batches)->default_value(f.o.val_batches),
@@ -141,6 +150,10 @@ void check_numbers(const TrainFlags& f) {
            o.adam.weight_decay);
   TZ_CHECK(finite(o.adam.grad_clip) && o.adam.grad_clip >= 0, "--grad-clip must be a number >= 0 (0: off), got ",
            o.adam.grad_clip);
+  TZ_CHECK(o.save_every >= 0, "--save-every must be a number of steps >= 0 (0: only at the end), got ", o.save_every);
+  TZ_CHECK(o.keep_last >= 0, "--keep-last must be a number of checkpoints >= 0 (0: keep all), got ", o.keep_last);
+  TZ_CHECK(!o.save_dir.empty() || (o.save_every == 0 && o.keep_last == 0),
+           "--save-every and --keep-last need --save-dir: the folder the checkpoints go to");
   TZ_CHECK(finite(o.fp16.loss_scale) && o.fp16.loss_scale >= 0, "--loss-scale must be a number >= 0 (0: dynamic), got ",
            o.fp16.loss_scale);
 }

@@ -42,6 +42,22 @@ bool same_file(const std::string& a, const std::string& b) {
   return fs::equivalent(a, b, ec) && !ec;
 }
 
+// The checkpoint folder: created if missing (with its parents), a folder, and writable.
+void check_save_dir(const std::string& dir, const std::vector<std::pair<const char*, std::string>>& inputs) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) == 0) {
+    TZ_CHECK(S_ISDIR(st.st_mode), "--save-dir '", dir, "' exists and is not a folder; give a folder for checkpoints");
+  } else {
+    std::error_code ec;
+    fs::create_directories(dir, ec);
+    TZ_CHECK(!ec, "--save-dir '", dir, "' cannot be created (", ec.message(),
+             "); create it or choose a writable folder before training, not after");
+  }
+  for (const auto& [in_flag, in_path] : inputs)
+    TZ_CHECK(in_path.empty() || !same_file(dir, in_path), "--save-dir '", dir, "' is ", in_flag, "; choose another folder");
+  check_writable("--save-dir", (fs::path(dir) / "latest").string());
+}
+
 }  // namespace
 
 void check_outputs(const TrainOptions& opt) {
@@ -55,6 +71,7 @@ void check_outputs(const TrainOptions& opt) {
                " '", in_path, "': writing it would destroy the input; choose another path");
     check_writable(flag, path);
   }
+  if (!opt.save_dir.empty()) check_save_dir(opt.save_dir, inputs);
   TZ_CHECK(opt.save_safetensors.empty() || opt.metrics.empty() ||
                (!same_file(opt.save_safetensors, opt.metrics) && opt.save_safetensors != opt.metrics),
            "--save-safetensors and --metrics name the same file '", opt.metrics, "'");

@@ -26,6 +26,14 @@ struct TrainOptions {
   std::string init_from;  // safetensors file
   std::string save_safetensors;
   std::string metrics;  // JSONL path
+  // Training checkpoints (train/checkpoint.h): a folder of step-NNNNNNNN checkpoints and a `latest`
+  // pointer; every save_every steps (0: only at the end and on a stop signal), keep_last newest kept
+  // (0: all). resume: "" (start fresh), "latest" (the newest in save_dir; none yet: start fresh), or
+  // a checkpoint folder.
+  std::string save_dir;
+  int save_every = 0;
+  int keep_last = 0;
+  std::string resume;
   std::string config;         // the DeepSpeed config it was read from, if any (an input: never an output)
   int steps = 200;
   int micro_batch = 4;       // sequences per rank per micro-step

@@ -16,6 +16,7 @@
 #include "model/gpt.h"
 #include "model/gpt_init.h"
 #include "model/safetensors.h"
+#include "train/checkpoint.h"
 #include "train/corpus_data.h"
 #include "train/output_checks.h"
 #include "train/rank_agreement.h"
@@ -52,7 +53,8 @@ DeviceOptions device_options(const TrainOptions& opt) {
 
 // Everything one job allocates, in dependency order: the plan first, then what is allocated from it.
 struct Run {
-  Run(const TrainOptions& opt, Communicator& comm, const TrainHooks& hooks)
+  // With `ckpt`, the initial values are the checkpoint's master weights.
+  Run(const TrainOptions& opt, Communicator& comm, const TrainHooks& hooks, const CheckpointReader* ckpt)
       : plan(plan_memory(plan_inputs(opt, comm.size(), comm.rank()))) {
     plan.check_fits();
     dev = make_device(opt.device, device_options(opt));
@@ -72,15 +74,19 @@ struct Run {
     std::vector<std::vector<float>> loaded;  // --init-from: the file's groups, handed out one by one
     if (!opt.init_from.empty()) load_gpt_safetensors(opt.init_from, plan.layout, loaded);
     auto init = [&](int g, std::vector<float>& values) {
+      if (ckpt) {
+        values.resize(plan.layout.groups[g].count);
+        return ckpt->read(g, StateArray::master, 0, values.size(), values.data());
+      }
       if (loaded.empty()) return init_gpt_group(opt.model, plan.layout, opt.seed, g, values);
       values = std::move(loaded[g]);
       loaded[g] = {};
     };
     engine = std::make_unique<Engine>(*dev, *stream, comm, plan, *planned, ec, init, hooks.engine);
-    const MemoryKind ckpt =
+    const MemoryKind act_home =
         opt.offload.activations == Tier::host ? MemoryKind::pinned_host : MemoryKind::device;
     model = std::make_unique<Gpt>(*dev, opt.model, GptShape{opt.micro_batch, opt.seq_len}, opt.dtype,
-                                  opt.checkpointing, *planned, ckpt);
+                                  opt.checkpointing, *planned, act_home);
     losses = planned->take<double>(kLossSums);
     readback = planned->take<double>(kLossReadback);
     dev->backend().memset_async(*stream, losses.data(), 0, losses.bytes());
@@ -125,6 +131,25 @@ std::string startup_line(const TrainOptions& opt, const MemoryPlan& plan, int wo
       format_bytes(opt.offload.host_mem).c_str(), format_bytes(plan.state_bytes(Tier::host)).c_str(),
       format_bytes(plan.total(Tier::nvme)).c_str());
   return line;
+}
+
+// Restores what the Run's construction from the checkpoint's master did not: m, v, the counters and the
+// data position. Returns the step the checkpoint was taken after.
+int resume_at(const TrainOptions& opt, Communicator& comm, const CheckpointReader& ckpt, Run& run, const LogFn& log) {
+  restore_engine(ckpt, opt, *run.engine);
+  const CheckpointManifest& m = ckpt.manifest();
+  const std::uint64_t global = std::uint64_t(comm.size()) * opt.micro_batch * opt.seq_len;
+  CheckpointProgress p = resume_position(m, global);
+  if (p.data_batch >= run.train_loader->batches_per_epoch()) ++p.data_epoch, p.data_batch = 0;
+  if (global != m.global_batch_tokens && comm.rank() == 0)
+    log("the checkpoint's global batch was " + std::to_string(m.global_batch_tokens) + " tokens, this run's is " +
+        std::to_string(global) + ": the data resumes at batch " + std::to_string(p.data_batch) + " of epoch " +
+        std::to_string(p.data_epoch) + " (the same tokens consumed, rounded down to a whole batch)");
+  run.train_loader->seek(p.data_epoch, p.data_batch);
+  if (m.step >= opt.steps && comm.rank() == 0)
+    log("the checkpoint is at step " + std::to_string(m.step) + ", not before --steps " + std::to_string(opt.steps) +
+        ": nothing left to train");
+  return m.step;
 }
 
 }  // namespace
@@ -334,7 +359,11 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
   const LogFn log =
       log_fn ? log_fn
              : LogFn([](const std::string& s) { std::printf("%s\n", s.c_str()), std::fflush(stdout); });
-  Run run(opt, comm, hooks);
+  TZ_CHECK(opt.resume.empty() || opt.init_from.empty(), "--resume and --init-from both give the starting weights; ",
+           "give one (--init-from starts a new run from a safetensors file, --resume continues a checkpointed one)");
+  std::unique_ptr<CheckpointReader> ckpt;
+  if (const std::string dir = resume_checkpoint(opt, comm, log); !dir.empty()) ckpt = open_resume(dir, opt, comm, log);
+  Run run(opt, comm, hooks, ckpt.get());
   if (comm.rank() == 0) {
     log(startup_line(opt, run.plan, comm.size()));
     log(run.plan.table());
@@ -343,14 +372,29 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
           "); continuing with pageable memory (--pin-memory makes this an error)");
   }
   TrainResult result;
+  const int start = ckpt ? resume_at(opt, comm, *ckpt, run, log) : 0;
+  ckpt.reset();
   Loop loop(opt, comm, log, hooks, run, stop);
-  int last = 0;
-  for (int s = 1; s <= opt.steps && !loop.stop_requested(); ++s) {
+  int last = start, saved = start;
+  auto save = [&] {
+    const auto t0 = Clock::now();
+    result.checkpoint = save_checkpoint(opt, *run.engine, comm,
+                                        {last, run.train_loader->epoch(), run.train_loader->batch_index()},
+                                        hooks.checkpoint_phase);
+    saved = last;
+    char b[64];
+    std::snprintf(b, sizeof b, " (%.0f ms)", ms_since(t0));
+    if (comm.rank() == 0) log("saved checkpoint " + result.checkpoint + b);
+  };
+  for (int s = start + 1; s <= opt.steps && !loop.stop_requested(); ++s) {
     loop.step(s, result);
     last = s;
+    if (!opt.save_dir.empty() && opt.save_every > 0 && s % opt.save_every == 0 && !loop.stop_requested()) save();
     if (opt.val_every > 0 && s % opt.val_every == 0 && s != opt.steps && !loop.stop_requested())
       loop.validate(s, result);
   }
+  // The last step is always saved (a finished run, or one a signal stopped) before validation and export.
+  if (!opt.save_dir.empty() && last > saved) save();
   if (loop.stop_requested()) {
     // Every rank reports the same signal (the highest any rank received), so the job's status does not
     // depend on which rank exits first.

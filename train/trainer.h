@@ -29,6 +29,7 @@ struct TrainResult {
   std::vector<nlohmann::json> metrics;    // the per-step records written to --metrics
   int stopped_after = 0;  // > 0: a stop signal ended the run after this step (0: it ran every step)
   int stop_signal = 0;    // the highest signal number any rank received (the same on every rank)
+  std::string checkpoint;  // the last checkpoint this run saved ("" when none)
 };
 
 using LogFn = std::function<void(const std::string&)>;

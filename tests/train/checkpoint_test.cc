@@ -1,0 +1,259 @@
+// Training checkpoints on one rank: a resumed run is bitwise the run that never stopped (fp32, bf16
+// with offload, fp16 with its loss scaler), a crash at any phase of a save leaves the previous
+// checkpoint loadable, --keep-last prunes, and damaged or mismatched checkpoints are refused by name.
+#include "train/checkpoint.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+
+#include "core/error.h"
+#include "tests/common/test_dir.h"
+#include "train/trainer.h"
+
+namespace tz {
+namespace {
+
+namespace fs = std::filesystem;
+
+TrainOptions tiny(int steps, const std::string& save_dir) {
+  TrainOptions o;
+  o.model = gpt_preset("tiny");
+  o.steps = steps;
+  o.lr.lr = 1e-3f;
+  o.log_every = 0;
+  o.save_dir = save_dir;
+  return o;
+}
+
+std::vector<std::string> g_log;
+void keep(const std::string& s) { g_log.push_back(s); }
+
+TrainResult run(const TrainOptions& o, const TrainHooks& hooks = {}) {
+  auto comm = make_self_comm();
+  g_log.clear();
+  return train(o, *comm, keep, hooks);
+}
+
+std::string bytes_of(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(f), {});
+}
+
+bool logged(const std::string& part) {
+  for (const auto& l : g_log)
+    if (l.find(part) != std::string::npos) return true;
+  return false;
+}
+
+std::string error_of(const TrainOptions& o) {
+  try {
+    run(o);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+struct Variant {
+  const char* name;
+  DType dtype;
+  int stage;
+  Tier optimizer;
+};
+
+class ResumeIsExact : public ::testing::TestWithParam<Variant> {};
+
+// 20 steps straight against 10 steps, a stop, and a resumed run to 20: the same 20 losses and the same
+// final weights, bit for bit (the exported safetensors files are byte-identical).
+TEST_P(ResumeIsExact, TenStepsThenResumeTo20EqualsTwentyStepsStraight) {
+  const Variant v = GetParam();
+  testing::TestDir d;
+  auto setup = [&](TrainOptions o) {
+    o.dtype = v.dtype;
+    o.zero.stage = v.stage;
+    o.offload.optimizer = v.optimizer;
+    if (v.optimizer == Tier::nvme) o.offload.nvme_paths = {d.path()};
+    if (v.dtype == DType::f16) o.fp16.initial_scale_power = 24, o.fp16.loss_scale_window = 4;  // overflows early
+    return o;
+  };
+  TrainOptions straight = setup(tiny(20, ""));
+  straight.save_safetensors = d.file("straight.safetensors");
+  const TrainResult a = run(straight);
+
+  TrainOptions first = setup(tiny(10, d.file("ckpt")));
+  first.save_every = 4;
+  const TrainResult b1 = run(first);
+  EXPECT_EQ(b1.checkpoint, d.file("ckpt") + "/step-00000010");
+  TrainOptions second = setup(tiny(20, d.file("ckpt")));
+  second.resume = "latest";
+  second.save_safetensors = d.file("resumed.safetensors");
+  const TrainResult b2 = run(second);
+  EXPECT_TRUE(logged("resuming from " + d.file("ckpt") + "/step-00000010 (step 10"));
+
+  ASSERT_EQ(a.losses.size(), 20u);
+  ASSERT_EQ(b1.losses.size(), 10u);
+  ASSERT_EQ(b2.losses.size(), 10u);
+  for (int s = 0; s < 20; ++s)
+    EXPECT_EQ(a.losses[s], s < 10 ? b1.losses[s] : b2.losses[s - 10]) << "step " << s + 1;
+  if (v.dtype == DType::f16) {
+    ASSERT_FALSE(a.skipped_steps.empty()) << "the fp16 variant must exercise the loss scaler";
+    for (int s = 10; s < 20; ++s) EXPECT_EQ(a.loss_scales[s], b2.loss_scales[s - 10]) << "step " << s + 1;
+  }
+  EXPECT_EQ(bytes_of(straight.save_safetensors), bytes_of(second.save_safetensors));
+  EXPECT_EQ(a.val_loss, b2.val_loss);
+}
+
+INSTANTIATE_TEST_SUITE_P(Checkpoint, ResumeIsExact,
+                         ::testing::Values(Variant{"fp32_stage0", DType::f32, 0, Tier::device},
+                                           Variant{"bf16_stage3_cpu_offload", DType::bf16, 3, Tier::host},
+                                           Variant{"bf16_stage2_nvme_offload", DType::bf16, 2, Tier::nvme},
+                                           Variant{"fp16_stage1_loss_scaler", DType::f16, 1, Tier::device}),
+                         [](const auto& info) { return std::string(info.param.name); });
+
+// A crash at each phase of the step-10 save (after the data files, after the manifest, after the
+// rename but before `latest` moves): the job fails, and --resume latest continues from a complete
+// checkpoint exactly as if nothing had happened; the next save removes what the crash left.
+TEST(Checkpoint, ACrashAtAnyPhaseOfASaveLeavesACompleteCheckpointToResumeFrom) {
+  testing::TestDir d;
+  const TrainResult straight = run(tiny(12, ""));
+  for (const std::string phase : {"files written", "manifest written", "renamed"}) {
+    SCOPED_TRACE(phase);
+    const std::string dir = d.file("ckpt-" + std::to_string(phase.size()));
+    TrainOptions o = tiny(10, dir);
+    o.save_every = 5;
+    TrainHooks crash;
+    int saves = 0;
+    crash.checkpoint_phase = [&](const std::string& p) {
+      if (p == "files written") ++saves;
+      if (saves == 2 && p == phase) throw std::runtime_error("simulated crash during the save");
+    };
+    EXPECT_THROW(run(o, crash), std::exception);
+    const std::string expect = dir + (phase == "renamed" ? "/step-00000010" : "/step-00000005");
+    std::string note;
+    EXPECT_EQ(latest_checkpoint(dir, &note), phase == "renamed" ? dir + "/step-00000005" : expect)
+        << "`latest` still names the previous checkpoint";
+    if (phase != "renamed") EXPECT_TRUE(fs::exists(dir + "/.tmp-step-00000010"));
+
+    TrainOptions resume = tiny(12, dir);
+    resume.resume = "latest";
+    const TrainResult r = run(resume);
+    ASSERT_EQ(r.losses.size(), 7u);  // from step 6
+    for (int s = 5; s < 12; ++s) EXPECT_EQ(straight.losses[s], r.losses[s - 5]) << "step " << s + 1;
+    EXPECT_FALSE(fs::exists(dir + "/.tmp-step-00000010")) << "the next save removes a crashed save's folder";
+    EXPECT_EQ(latest_checkpoint(dir), dir + "/step-00000012");
+  }
+}
+
+TEST(Checkpoint, KeepLastKeepsTheNewestCheckpointsAfterEachSave) {
+  testing::TestDir d;
+  TrainOptions o = tiny(9, d.file("ckpt"));
+  o.save_every = 2;
+  o.keep_last = 2;
+  run(o);
+  std::vector<std::string> left;
+  for (const auto& e : fs::directory_iterator(d.file("ckpt"))) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"latest", "step-00000008", "step-00000009"}));
+  EXPECT_EQ(bytes_of(d.file("ckpt/latest")), "step-00000009\n");
+}
+
+TEST(Checkpoint, ResumeLatestWithNoCheckpointYetStartsFromStepOne) {
+  testing::TestDir d;
+  TrainOptions o = tiny(3, d.file("fresh"));
+  o.resume = "latest";
+  const TrainResult r = run(o);
+  EXPECT_EQ(r.losses, run(tiny(3, "")).losses);
+  EXPECT_TRUE(fs::exists(d.file("fresh/step-00000003/manifest.json")));
+}
+
+TEST(Checkpoint, AStaleLatestPointerFallsBackToTheNewestCompleteCheckpoint) {
+  testing::TestDir d;
+  TrainOptions o = tiny(4, d.file("ckpt"));
+  o.save_every = 2;
+  run(o);
+  std::ofstream(d.file("ckpt/latest")) << "step-00000099\n";
+  fs::create_directory(d.file("ckpt/step-00000050"));  // no manifest: an incomplete copy
+  std::string note;
+  EXPECT_EQ(latest_checkpoint(d.file("ckpt"), &note), d.file("ckpt") + "/step-00000004");
+  EXPECT_NE(note.find("names 'step-00000099', which is not a complete checkpoint"), std::string::npos) << note;
+}
+
+class DamagedCheckpoint : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    TrainOptions o = tiny(2, d.file("ckpt"));
+    run(o);
+    step = d.file("ckpt/step-00000002");
+  }
+  TrainOptions resume_from(const std::string& path) {
+    TrainOptions o = tiny(4, "");
+    o.resume = path;
+    return o;
+  }
+  testing::TestDir d;
+  std::string step;
+};
+
+TEST_F(DamagedCheckpoint, AFlippedByteFailsTheChecksumNamingTheFile) {
+  std::fstream f(step + "/rank-00000.bin", std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(1000);
+  f.put('\x7f');
+  f.close();
+  EXPECT_NE(error_of(resume_from(step)).find("rank-00000.bin' fails its checksum"), std::string::npos)
+      << error_of(resume_from(step));
+}
+
+TEST_F(DamagedCheckpoint, ATruncatedFileIsRefusedWithItsSize) {
+  fs::resize_file(step + "/rank-00000.bin", 4096);
+  const std::string e = error_of(resume_from(step));
+  EXPECT_NE(e.find("rank-00000.bin' is 4096 bytes but the manifest says"), std::string::npos) << e;
+}
+
+TEST_F(DamagedCheckpoint, AGarbledManifestIsRefusedAsInvalidJson) {
+  std::ofstream(step + "/manifest.json") << "{\"format\": \"tierzero-checkpoint\", ";
+  const std::string e = error_of(resume_from(step));
+  EXPECT_NE(e.find("manifest.json' is not valid JSON"), std::string::npos) << e;
+}
+
+TEST_F(DamagedCheckpoint, AManifestWithAHoleInAGroupIsRefused) {
+  std::string text = bytes_of(step + "/manifest.json");
+  auto j = nlohmann::json::parse(text);
+  j["files"][0]["sections"].erase(1);
+  std::ofstream(step + "/manifest.json") << j.dump();
+  const std::string e = error_of(resume_from(step));
+  EXPECT_NE(e.find("are in no file; the checkpoint is incomplete or damaged"), std::string::npos) << e;
+}
+
+TEST_F(DamagedCheckpoint, AFolderWithoutACheckpointIsRefused) {
+  const std::string e = error_of(resume_from(d.file("nowhere")));
+  EXPECT_NE(e.find("--resume " + d.file("nowhere") + ": no such checkpoint folder"), std::string::npos) << e;
+}
+
+TEST_F(DamagedCheckpoint, AnotherModelIsRefusedNamingBothShapes) {
+  TrainOptions o = resume_from(step);
+  o.model.n_layer = 3;
+  const std::string e = error_of(o);
+  EXPECT_NE(e.find("holds a model of 2 layers"), std::string::npos) << e;
+  EXPECT_NE(e.find("this run's model is 3 layers"), std::string::npos) << e;
+}
+
+TEST_F(DamagedCheckpoint, OtherTrainingDataIsRefused) {
+  std::ofstream(d.file("tokens.bin"), std::ios::binary) << std::string(1 << 16, '\x01');
+  TrainOptions o = resume_from(step);
+  o.data = d.file("tokens.bin");
+  const std::string e = error_of(o);
+  EXPECT_NE(e.find("was trained on data (default corpus) other than --data"), std::string::npos) << e;
+}
+
+TEST_F(DamagedCheckpoint, ResumeAndInitFromTogetherAreRefused) {
+  TrainOptions o = resume_from(step);
+  o.init_from = d.file("model.safetensors");
+  const std::string e = error_of(o);
+  EXPECT_NE(e.find("--resume and --init-from both give the starting weights"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace tz

@@ -1,0 +1,61 @@
+// Reading and writing the data files of a training checkpoint: a writer appends sections (master, m,
+// v of a global element range) to one rank's file with a streaming XXH3; a reader serves any element
+// range of any group from whichever files hold it, and verifies checksums in bounded memory.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "model/file_io.h"
+#include "train/checkpoint_manifest.h"
+
+namespace tz {
+
+enum class StateArray { master = 0, m = 1, v = 2 };
+
+class CheckpointReader {
+ public:
+  // Reads and validates <dir>/manifest.json; data files are opened on first use (their size checked).
+  explicit CheckpointReader(std::string dir);
+  ~CheckpointReader();
+
+  const std::string& dir() const { return dir_; }
+  const CheckpointManifest& manifest() const { return m_; }
+  // Copies elements [begin, begin + n) of group g's array (global element indices) into out.
+  void read(int g, StateArray a, std::uint64_t begin, std::uint64_t n, float* out) const;
+  // Recomputes file i's XXH3-64 reading 4 MiB at a time; throws naming the file when it differs.
+  void verify_file(std::size_t i) const;
+
+ private:
+  struct Piece {
+    std::uint64_t begin, count, offset;
+    std::size_t file;
+  };
+  const InputFile& file(std::size_t i) const;
+
+  std::string dir_;
+  CheckpointManifest m_;
+  std::vector<std::vector<Piece>> pieces_;  // per group, sorted by begin
+  mutable std::vector<std::unique_ptr<InputFile>> files_;
+};
+
+// One rank's data file, written under a temporary name and renamed on finish().
+class CheckpointFileWriter {
+ public:
+  CheckpointFileWriter(const std::string& dir, std::string name);
+  ~CheckpointFileWriter();
+  void append(int g, std::uint64_t begin, std::uint64_t n, const float* master, const float* m, const float* v);
+  // Flushes to disk and renames into place; returns the file's manifest entry.
+  CheckpointFile finish();
+
+ private:
+  void write(const void* p, std::size_t bytes);
+  CheckpointFile entry_;
+  AtomicOutputFile out_;
+  void* hash_;  // XXH3_state_t
+};
+
+}  // namespace tz

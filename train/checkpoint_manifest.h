@@ -1,0 +1,67 @@
+// A training checkpoint's manifest (manifest.json): the model, every group's global size and tensors,
+// the training progress (steps, loss scaler, data position, seed), the shard map that wrote it, and
+// per file the sections it holds with the file's checksum. Sections are in global element indices, so
+// any world size, stage or offload setting can find the byte ranges it needs (no conversion step).
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "model/gpt_config.h"
+#include "zero/engine.h"
+
+namespace tz {
+
+inline constexpr const char* kCheckpointFormat = "tierzero-checkpoint";
+inline constexpr int kCheckpointVersion = 1;
+inline constexpr std::uint64_t kMaxManifestBytes = std::uint64_t(256) << 20;
+
+// Elements [begin, begin + count) of one group, stored as three fp32 arrays one after another from
+// byte `offset` of the file: the master, Adam m, Adam v.
+struct CheckpointSection {
+  int group = 0;
+  std::uint64_t begin = 0, count = 0, offset = 0;
+};
+
+struct CheckpointFile {
+  std::string name;  // relative to the checkpoint folder, e.g. "rank-00003.bin"
+  std::uint64_t bytes = 0;
+  std::uint64_t xxh3 = 0;  // XXH3-64 of the whole file
+  std::vector<CheckpointSection> sections;
+};
+
+struct CheckpointGroup {
+  std::string name;
+  std::uint64_t count = 0;  // elements (the layout's, alignment padding included; no shard padding)
+};
+
+struct CheckpointManifest {
+  int step = 0;  // training steps done (the next run starts at step + 1)
+  EngineState engine;
+  // Data position: the next global batch (epoch, index) of the training loader, in global batches of
+  // global_batch_tokens tokens (world x micro-batch x sequence length).
+  std::uint64_t data_epoch = 0, data_batch = 0, global_batch_tokens = 0;
+  std::string data_identity;
+  std::uint64_t seed = 0;
+  bool shuffle = false;
+  GptConfig model;
+  std::string dtype;  // the working precision it was trained in
+  int world = 1, stage = 0;
+  std::string offload_optimizer, offload_param;
+  nlohmann::json schedule;  // the learning-rate settings, for the record
+  std::vector<CheckpointGroup> groups;
+  std::vector<CheckpointFile> files;
+};
+
+nlohmann::json manifest_to_json(const CheckpointManifest& m);
+// Validates everything a loader relies on (types, ranges, sections inside their files, every group
+// covered exactly once); throws naming `source` and the field.
+CheckpointManifest manifest_from_json(const nlohmann::json& j, const std::string& source);
+// Reads <dir>/manifest.json (a regular file, at most kMaxManifestBytes).
+CheckpointManifest read_manifest(const std::string& dir);
+
+std::string hex64(std::uint64_t v);
+
+}  // namespace tz

@@ -1,0 +1,167 @@
+// Resuming from a checkpoint: finding it (`latest`), checking it fits this run, verifying its files,
+// and restoring what the engine's construction from its master values does not (m, v, counters).
+#include <algorithm>
+#include <filesystem>
+
+#include "core/error.h"
+#include "model/file_io.h"
+#include "train/checkpoint.h"
+#include "train/collective_util.h"
+#include "train/rank_agreement.h"
+
+namespace tz {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_step_name(const std::string& s) {
+  return s.size() == 13 && s.rfind("step-", 0) == 0 && s.find_first_not_of("0123456789", 5) == std::string::npos;
+}
+
+bool complete(const std::string& dir) {
+  try {
+    read_manifest(dir);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+std::string model_text(const GptConfig& m) {
+  return std::to_string(m.n_layer) + " layers, " + std::to_string(m.n_head) + " heads, " + std::to_string(m.n_embd) +
+         " wide, vocab " + std::to_string(m.vocab_size) + " (padded " + std::to_string(m.padded_vocab_size) + "), " +
+         std::to_string(m.max_seq_len) + " positions";
+}
+
+}  // namespace
+
+std::string latest_checkpoint(const std::string& save_dir, std::string* note) {
+  std::error_code ec;
+  if (!fs::is_directory(save_dir, ec)) return "";
+  const std::string pointer = save_dir + "/latest";
+  if (fs::exists(fs::symlink_status(pointer, ec))) {
+    std::string name;
+    try {
+      InputFile f(pointer, "checkpoint pointer");
+      name.resize(std::size_t(std::min<std::uint64_t>(f.size(), 64)));
+      f.read_at(name.data(), name.size(), 0);
+      while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
+    } catch (const std::exception&) {
+      name.clear();
+    }
+    if (is_step_name(name) && complete(save_dir + "/" + name)) return save_dir + "/" + name;
+    if (note)
+      *note = "the pointer " + pointer + " names '" + name +
+              "', which is not a complete checkpoint; using the newest complete one";
+  }
+  std::vector<std::string> steps;
+  for (const auto& e : fs::directory_iterator(save_dir, ec))
+    if (is_step_name(e.path().filename().string()) && e.is_directory()) steps.push_back(e.path().filename().string());
+  std::sort(steps.rbegin(), steps.rend());
+  for (const auto& s : steps)
+    if (complete(save_dir + "/" + s)) return save_dir + "/" + s;
+  return "";
+}
+
+std::string resume_checkpoint(const TrainOptions& opt, Communicator& comm,
+                              const std::function<void(const std::string&)>& log) {
+  if (opt.resume.empty()) return "";
+  std::string chosen;
+  on_every_rank(comm, "find the checkpoint --resume names", [&] {
+    if (comm.rank() != 0) return;
+    std::string note;
+    if (opt.resume == "latest") {
+      TZ_CHECK(!opt.save_dir.empty(), "--resume latest needs --save-dir: the folder to look for checkpoints in");
+      chosen = latest_checkpoint(opt.save_dir, &note);
+      if (!note.empty()) log(note);
+      if (chosen.empty()) log("--resume latest: no checkpoint in " + opt.save_dir + " yet; starting from step 1");
+      return;
+    }
+    std::error_code ec;
+    if (fs::exists(opt.resume + "/manifest.json", ec)) {
+      chosen = opt.resume;
+      return;
+    }
+    TZ_CHECK(fs::is_directory(opt.resume, ec), "--resume ", opt.resume,
+             ": no such checkpoint folder; give a step-NNNNNNNN folder, a --save-dir folder, or latest");
+    chosen = latest_checkpoint(opt.resume, &note);
+    TZ_CHECK(!chosen.empty(), "--resume ", opt.resume,
+             ": neither a checkpoint (no manifest.json) nor a folder holding a complete one");
+    if (!note.empty()) log(note);
+  });
+  return all_gather_strings(comm, chosen)[0];
+}
+
+std::unique_ptr<CheckpointReader> open_resume(const std::string& dir, const TrainOptions& opt, Communicator& comm,
+                                              const std::function<void(const std::string&)>& log) {
+  std::unique_ptr<CheckpointReader> r;
+  on_every_rank(comm, "open checkpoint " + dir, [&] {
+    r = std::make_unique<CheckpointReader>(dir);
+    const CheckpointManifest& m = r->manifest();
+    const std::string want = model_text(opt.model), have = model_text(m.model);
+    TZ_CHECK(want == have, "checkpoint ", dir, " holds a model of ", have, ", but this run's model is ", want,
+             "; resume with the model flags it was trained with");
+    const ParamLayout layout = ParamLayout::build(opt.model);
+    TZ_CHECK(layout.groups.size() == m.groups.size(), "checkpoint ", dir, " has ", m.groups.size(),
+             " parameter groups; this model has ", layout.groups.size());
+    for (std::size_t g = 0; g < m.groups.size(); ++g)
+      TZ_CHECK(layout.groups[g].name == m.groups[g].name && layout.groups[g].count == m.groups[g].count, "checkpoint ",
+               dir, " group ", g, " is ", m.groups[g].name, " of ", m.groups[g].count, " elements; this model's is ",
+               layout.groups[g].name, " of ", layout.groups[g].count);
+    const std::string data = data_identity(opt.data);
+    TZ_CHECK(data == m.data_identity, "checkpoint ", dir, " was trained on data (", m.data_identity,
+             ") other than --data ", opt.data, " (", data,
+             "); a resumed run continues on the same data. To train these weights on new data, export them "
+             "(tierzero ckpt export) and start a run with --init-from");
+  });
+  // Each rank verifies every world-th file, so the check costs one read of the checkpoint in all.
+  on_every_rank(comm, "verify the checksums of checkpoint " + dir, [&] {
+    for (std::size_t f = std::size_t(comm.rank()); f < r->manifest().files.size(); f += std::size_t(comm.size()))
+      r->verify_file(f);
+  });
+  const CheckpointManifest& m = r->manifest();
+  if (comm.rank() == 0) {
+    log("resuming from " + dir + " (step " + std::to_string(m.step) + ", written by " + std::to_string(m.world) +
+        " rank" + (m.world == 1 ? "" : "s") + " at ZeRO stage " + std::to_string(m.stage) + ", optimizer on " +
+        m.offload_optimizer + ", params on " + m.offload_param + "; checksums verified)");
+    if (m.dtype != std::string(dtype_name(opt.dtype)))
+      log("the checkpoint was trained in " + m.dtype + ", this run uses " + std::string(dtype_name(opt.dtype)) +
+          ": the fp32 master and Adam states carry over" +
+          (opt.dtype == DType::f16 ? ", and the fp16 loss scale starts afresh" : ""));
+    if (m.seed != opt.seed || m.shuffle != opt.shuffle)
+      log("the checkpoint was trained with --seed " + std::to_string(m.seed) + (m.shuffle ? " and --shuffle" : "") +
+          "; this run's data order follows its own --seed and --shuffle from here");
+  }
+  return r;
+}
+
+void restore_engine(const CheckpointReader& ckpt, const TrainOptions& opt, Engine& engine) {
+  const MemoryPlan& plan = engine.plan();
+  engine.visit_states(
+      [&](int g, std::size_t b, std::size_t n, float*, float* m, float* v) {
+        const std::uint64_t start = plan.placement.groups[g].opt_range.offset + b, count = plan.layout.groups[g].count;
+        const std::size_t valid = start >= count ? 0 : std::size_t(std::min<std::uint64_t>(n, count - start));
+        if (valid) {
+          ckpt.read(g, StateArray::m, start, valid, m);
+          ckpt.read(g, StateArray::v, start, valid, v);
+        }
+        std::fill(m + valid, m + n, 0.0f);  // the shard padding past the group's end
+        std::fill(v + valid, v + n, 0.0f);
+      },
+      true);
+  const CheckpointManifest& mf = ckpt.manifest();
+  EngineState s = engine.state();
+  s.optimizer_steps = mf.engine.optimizer_steps;
+  s.computing = mf.engine.computing;
+  if (opt.dtype == DType::f16 && mf.dtype == std::string(dtype_name(DType::f16))) s.scaler = mf.engine.scaler;
+  engine.restore(s);
+}
+
+CheckpointProgress resume_position(const CheckpointManifest& m, std::uint64_t global_batch_tokens) {
+  CheckpointProgress p{m.step, m.data_epoch, m.data_batch};
+  if (global_batch_tokens != m.global_batch_tokens && global_batch_tokens > 0)
+    p.data_batch = m.data_batch * m.global_batch_tokens / global_batch_tokens;  // the same tokens consumed
+  return p;
+}
+
+}  // namespace tz

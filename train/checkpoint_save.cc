@@ -1,0 +1,179 @@
+// Saving a checkpoint: every rank's data file into a temporary folder, rank 0's manifest, the rename,
+// the `latest` pointer, then pruning (train/checkpoint.h gives the protocol).
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include "core/error.h"
+#include "core/host_ops.h"
+#include "model/file_io.h"
+#include "train/checkpoint.h"
+#include "train/collective_util.h"
+#include "train/rank_agreement.h"
+
+namespace tz {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::string step_name(int step) {
+  char b[32];
+  std::snprintf(b, sizeof b, "step-%08d", step);
+  return b;
+}
+
+std::string rank_file(int rank) {
+  char b[32];
+  std::snprintf(b, sizeof b, "rank-%05d.bin", rank);
+  return b;
+}
+
+void fsync_dir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  TZ_CHECK(fd >= 0, "cannot open folder '", dir, "' to flush it: ", std::strerror(errno));
+  int rc = ::fsync(fd);
+  int e = errno;
+  ::close(fd);
+  TZ_CHECK(rc == 0, "cannot flush folder '", dir, "' to disk: ", std::strerror(e));
+}
+
+// This rank's share of the states: the elements of its shard of each group that lie in the group (the
+// shard map's own rank slice, so at stage 0, where every rank holds every state, each writes 1/N).
+CheckpointFile write_rank_file(const std::string& tmp, Engine& engine, int rank, int step) {
+  const MemoryPlan& plan = engine.plan();
+  CheckpointFileWriter w(tmp, rank_file(rank));
+  engine.visit_states(
+      [&](int g, std::size_t b, std::size_t n, float* master, float* m, float* v) {
+        const std::uint64_t start = plan.placement.groups[g].opt_range.offset + b;
+        const Shard own = plan.map.shard_of(g, rank);
+        const std::uint64_t lo = std::max<std::uint64_t>(start, own.offset);
+        const std::uint64_t hi = std::min<std::uint64_t>(
+            {start + n, own.offset + own.count, std::uint64_t(plan.layout.groups[g].count)});
+        if (lo >= hi) return;
+        const std::size_t k = lo - start;
+        TZ_CHECK(host_all_finite(master + k, hi - lo), "the weights of ", plan.layout.groups[g].name,
+                 " are not finite after step ", step,
+                 ": training diverged, so no checkpoint was written (the previous one is kept); "
+                 "lower --lr or raise --warmup");
+        w.append(g, lo, hi - lo, master + k, m + k, v + k);
+      },
+      false);
+  return w.finish();
+}
+
+CheckpointFile file_from_json(const std::string& text) {
+  nlohmann::json j = nlohmann::json::parse(text);
+  CheckpointFile f;
+  f.name = j.at("name").get<std::string>();
+  f.bytes = j.at("bytes").get<std::uint64_t>();
+  f.xxh3 = j.at("xxh3").get<std::uint64_t>();
+  for (const auto& s : j.at("sections"))
+    f.sections.push_back({s[0].get<int>(), s[1].get<std::uint64_t>(), s[2].get<std::uint64_t>(),
+                          s[3].get<std::uint64_t>()});
+  return f;
+}
+
+std::string file_to_json(const CheckpointFile& f) {
+  nlohmann::json secs = nlohmann::json::array();
+  for (const auto& s : f.sections) secs.push_back({s.group, s.begin, s.count, s.offset});
+  return nlohmann::json{{"name", f.name}, {"bytes", f.bytes}, {"xxh3", f.xxh3}, {"sections", secs}}.dump();
+}
+
+CheckpointManifest make_manifest(const TrainOptions& opt, Engine& engine, int world, const CheckpointProgress& p,
+                                 std::vector<CheckpointFile> files) {
+  const MemoryPlan& plan = engine.plan();
+  CheckpointManifest m;
+  m.step = p.step;
+  m.engine = engine.state();
+  m.data_epoch = p.data_epoch;
+  m.data_batch = p.data_batch;
+  m.global_batch_tokens = std::uint64_t(world) * opt.micro_batch * opt.seq_len;
+  m.data_identity = data_identity(opt.data);
+  m.seed = opt.seed;
+  m.shuffle = opt.shuffle;
+  m.model = opt.model;
+  m.dtype = std::string(dtype_name(opt.dtype));
+  m.world = world;
+  m.stage = opt.zero.stage;
+  m.offload_optimizer = tier_name(opt.offload.optimizer);
+  m.offload_param = tier_name(opt.offload.param);
+  m.schedule = {{"lr", opt.lr.lr},
+                {"min_lr", opt.lr.min_lr},
+                {"warmup", opt.lr.warmup},
+                {"schedule", lr_schedule_name(opt.lr.schedule)},
+                {"steps", opt.steps}};
+  for (const GroupSpec& g : plan.layout.groups) m.groups.push_back({g.name, g.count});
+  m.files = std::move(files);
+  return m;
+}
+
+bool is_step_name(const std::string& s) {
+  return s.size() == 13 && s.rfind("step-", 0) == 0 &&
+         s.find_first_not_of("0123456789", 5) == std::string::npos;
+}
+
+// Keeps the `keep` newest step folders (by step number) besides `current`, and removes what crashed
+// saves left behind (.tmp-*, .old-*).
+void prune(const std::string& dir, int keep, const std::string& current) {
+  std::vector<std::string> steps;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    const std::string name = e.path().filename().string();
+    if (name == current) continue;
+    if ((name.rfind(".tmp-step-", 0) == 0 || name.rfind(".old-step-", 0) == 0) && e.is_directory())
+      fs::remove_all(e.path());
+    else if (is_step_name(name) && e.is_directory())
+      steps.push_back(name);
+  }
+  if (keep <= 0) return;
+  std::sort(steps.rbegin(), steps.rend());  // zero-padded: text order is step order
+  for (std::size_t i = std::size_t(keep - 1); i < steps.size(); ++i) fs::remove_all(dir + "/" + steps[i]);
+}
+
+}  // namespace
+
+std::string save_checkpoint(const TrainOptions& opt, Engine& engine, Communicator& comm, const CheckpointProgress& p,
+                            const PhaseHook& phase) {
+  const std::string dir = opt.save_dir, name = step_name(p.step);
+  const std::string tmp = dir + "/.tmp-" + name, final_dir = dir + "/" + name, old = dir + "/.old-" + name;
+  on_every_rank(comm, "prepare checkpoint folder " + tmp, [&] {
+    if (comm.rank() != 0) return;
+    fs::create_directories(dir);
+    fs::remove_all(tmp);  // a crashed save of the same step
+    fs::create_directory(tmp);
+  });
+  CheckpointFile mine;
+  on_every_rank(comm, "write its checkpoint file into " + tmp, [&] {
+    mine = write_rank_file(tmp, engine, comm.rank(), p.step);
+    if (phase) phase("files written");
+  });
+  std::vector<std::string> all = all_gather_strings(comm, file_to_json(mine));
+  on_every_rank(comm, "commit checkpoint " + final_dir, [&] {
+    if (comm.rank() != 0) return;
+    std::vector<CheckpointFile> files;
+    for (const auto& s : all) files.push_back(file_from_json(s));
+    const CheckpointManifest m = make_manifest(opt, engine, comm.size(), p, std::move(files));
+    const std::string text = manifest_to_json(m).dump(1);
+    AtomicOutputFile out(tmp + "/manifest.json", "checkpoint manifest");
+    out.write(text.data(), text.size());
+    out.commit();
+    if (phase) phase("manifest written");
+    fsync_dir(tmp);
+    const bool replacing = fs::exists(final_dir);  // a step saved again (a rerun into the same folder)
+    if (replacing) fs::remove_all(old), fs::rename(final_dir, old);
+    fs::rename(tmp, final_dir);
+    fsync_dir(dir);
+    if (phase) phase("renamed");
+    const std::string pointer = name + "\n";
+    AtomicOutputFile latest(dir + "/latest", "checkpoint pointer");
+    latest.write(pointer.data(), pointer.size());
+    latest.commit();
+    prune(dir, opt.keep_last, name);
+  });
+  return final_dir;
+}
+
+}  // namespace tz
