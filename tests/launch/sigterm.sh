@@ -2,19 +2,26 @@
 # SIGTERM to one rank mid-run (as Slurm's preemption or scancel --signal=TERM delivers it): every rank
 # finishes the step, validates, writes --save-safetensors, removes its NVMe store and exits with
 # 128 + 15. Run through expect_exit.sh (status, time, output); this script checks what is left on disk.
-# usage: sigterm.sh [--signal INT] MPIRUN_ARGS... -- TIERZERO   (SIGINT: exit 128 + 2)
+# With --checkpoint the run also has --save-dir: it must save a checkpoint of the step it stopped after
+# and exit 0, and a run resumed from it 3 more steps must equal, bit for bit (losses and weights), a run
+# that went those steps straight.
+# usage: sigterm.sh [--signal INT] [--checkpoint] MPIRUN_ARGS... -- TIERZERO   (SIGINT: exit 128 + 2)
 set -u
-sig=TERM
+sig=TERM ckpt=0
 if [ "${1:-}" = --signal ]; then sig=$2; shift 2; fi
+if [ "${1:-}" = --checkpoint ]; then ckpt=1; shift; fi
 mpirun_args=()
 while (($#)) && [ "$1" != "--" ]; do mpirun_args+=("$1"); shift; done
 shift
 tierzero=$1
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
-"${mpirun_args[@]}" "$tierzero" train --zero-stage 3 --offload-optimizer nvme --offload-param nvme \
-  --param-persistence-threshold 0 --nvme-path "$d" --steps 100000 --log-every 0 \
-  --val-every 0 --val-batches 1 --metrics "$d/metrics.jsonl" --save-safetensors "$d/model.safetensors" &
+common=(train --zero-stage 3 --offload-optimizer nvme --offload-param nvme --param-persistence-threshold 0
+        --nvme-path "$d" --log-every 0 --val-every 0 --val-batches 1)
+extra=()
+[ "$ckpt" = 1 ] && extra=(--save-dir "$d/ckpt")
+"${mpirun_args[@]}" "$tierzero" "${common[@]}" --steps 100000 --metrics "$d/metrics.jsonl" \
+  --save-safetensors "$d/model.safetensors" "${extra[@]}" &
 job=$!
 for _ in $(seq 200); do  # until a few steps are done
   [ -f "$d/metrics.jsonl" ] && [ "$(wc -l < "$d/metrics.jsonl")" -ge 3 ] && break
@@ -31,4 +38,17 @@ rc=$?
 left=$(find "$d" -mindepth 1 -maxdepth 1 -name 'tierzero-*' | wc -l)
 [ "$left" -eq 0 ] || { echo "sigterm.sh: $left NVMe store folder(s) left behind"; exit 1; }
 echo "sigterm.sh: model saved, no store left behind"
+[ "$ckpt" = 1 ] || exit $rc
+steps=$(grep -v val_loss "$d/metrics.jsonl" | grep -c '"step":')
+[ "$(cat "$d/ckpt/latest")" = "$(printf 'step-%08d' "$steps")" ] ||
+  { echo "sigterm.sh: latest is '$(cat "$d/ckpt/latest")', not the checkpoint of step $steps"; exit 1; }
+"${mpirun_args[@]}" "$tierzero" "${common[@]}" --steps $((steps + 3)) --save-dir "$d/ckpt" --resume latest \
+  --metrics "$d/resumed.jsonl" --save-safetensors "$d/resumed.safetensors" > "$d/resumed.log" 2>&1 ||
+  { cat "$d/resumed.log"; exit 1; }
+"${mpirun_args[@]}" "$tierzero" "${common[@]}" --steps $((steps + 3)) --metrics "$d/straight.jsonl" \
+  --save-safetensors "$d/straight.safetensors" > "$d/straight.log" 2>&1 || { cat "$d/straight.log"; exit 1; }
+losses() { grep '"step":' "$1" | grep -v val_loss | grep -o '"loss":[^,]*' | tail -n 3; }
+diff <(losses "$d/straight.jsonl") <(losses "$d/resumed.jsonl") || { echo "sigterm.sh: resumed losses differ"; exit 1; }
+cmp "$d/straight.safetensors" "$d/resumed.safetensors" || { echo "sigterm.sh: resumed weights differ"; exit 1; }
+echo "sigterm.sh: checkpoint of step $steps saved; resumed 3 steps equal the straight run bitwise"
 exit $rc

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# A rank that dies (SIGKILL, as the OOM killer or a node failure ends it) mid-run: the job must end,
+# non-zero, well within the collective timeout, with the launcher naming the dead rank. Run through
+# expect_exit.sh, which checks the status, the time and the message.
+# usage: killed_rank.sh MPIRUN_ARGS... -- TIERZERO
+set -u
+mpirun_args=()
+while (($#)) && [ "$1" != "--" ]; do mpirun_args+=("$1"); shift; done
+shift
+tierzero=$1
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+"${mpirun_args[@]}" "$tierzero" train --zero-stage 3 --steps 100000 --log-every 0 --comm-timeout 20 \
+  --metrics "$d/metrics.jsonl" &
+job=$!
+for _ in $(seq 300); do
+  [ -f "$d/metrics.jsonl" ] && [ "$(wc -l < "$d/metrics.jsonl")" -ge 3 ] && break
+  sleep 0.1
+done
+pid=$(grep -l "OMPI_COMM_WORLD_RANK=1" /proc/[0-9]*/environ 2>/dev/null | sed 's#/proc/\([0-9]*\)/environ#\1#' |
+      while read -r p; do [ "$(cat /proc/"$p"/comm 2>/dev/null)" = tierzero ] && echo "$p"; done | head -n 1)
+[ -n "$pid" ] || { echo "killed_rank.sh: rank 1 not found"; kill "$job"; exit 1; }
+start=$(date +%s%N)
+kill -9 "$pid"
+wait "$job"
+rc=$?
+echo "killed_rank.sh: SIGKILL to rank 1 after $(wc -l < "$d/metrics.jsonl") steps; the job ended with $rc after $(( ($(date +%s%N) - start) / 1000000 )) ms"
+exit $rc
