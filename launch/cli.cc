@@ -22,6 +22,8 @@ const char* kUsage =
     "commands:\n"
     "  train   train a GPT-2 model (presets tiny, gpt2, gpt2-medium, gpt2-large, gpt2-xl, or free sizes)\n"
     "  plan    print the memory plan of a training run per rank and tier, without allocating it\n"
+    "  ckpt    checkpoints: `tierzero ckpt inspect PATH` (summary, checksums verified),\n"
+    "          `tierzero ckpt export PATH --to model.safetensors` (Hugging Face GPT-2 weights)\n"
     "  data    prepare token files: `tierzero data prepare --input FILE... --output train.bin`\n"
     "  bench   benchmarks: `tierzero bench step` (training step time, tokens/s, GFLOP/s vs matmul rate),\n"
     "          `tierzero bench comm` (collectives: time, algbw, busbw vs the same call through MPI),\n"
@@ -52,6 +54,7 @@ int run_cli(int argc, char** argv) {
     if (cmd == "plan") return plan_command(args);
     if (cmd == "data") return data_command(args);
     if (cmd == "bench") return bench_command(args);
+    if (cmd == "ckpt") return ckpt_command(args);
     std::fprintf(stderr, "tierzero: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const Error& e) {

@@ -10,5 +10,6 @@ int train_command(const std::vector<std::string>& args);
 int plan_command(const std::vector<std::string>& args);
 int data_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
+int ckpt_command(const std::vector<std::string>& args);
 
 }  // namespace tz

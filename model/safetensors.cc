@@ -272,9 +272,9 @@ void write_safetensors(const std::string& path, std::vector<SafetensorsWriteTens
              "': a tensor needs a name other than '' and '__metadata__'");
     TZ_CHECK(i == 0 || tensors[i - 1].name != t.name, "safetensors file '", path, "': tensor name '", t.name,
              "' is given twice");
-    TZ_CHECK((t.raw != nullptr) != (t.f32 != nullptr), where,
-             " needs exactly one of raw bytes or fp32 values");
-    TZ_CHECK(!t.f32 || converts_to_float(t.dtype), where, " has dtype ", safetensors_dtype_name(t.dtype),
+    TZ_CHECK(int(t.raw != nullptr) + int(t.f32 != nullptr) + int(bool(t.fill)) == 1, where,
+             " needs exactly one of raw bytes, fp32 values or a fill function");
+    TZ_CHECK(t.raw || converts_to_float(t.dtype), where, " has dtype ", safetensors_dtype_name(t.dtype),
              "; fp32 values can only be written as F32, F16 or BF16");
     for (auto d : t.shape) TZ_CHECK(d >= 0, where, " has a negative dimension in shape ", shape_str(t.shape));
     auto bytes = shape_bytes(t.shape, t.dtype);
@@ -294,21 +294,28 @@ void write_safetensors(const std::string& path, std::vector<SafetensorsWriteTens
   out.write(len, 8);
   out.write(text.data(), text.size());
   std::vector<std::uint16_t> stage;
+  std::vector<float> filled;  // one tensor at a time, for `fill`
   for (const auto& t : tensors) {
     std::size_t n = 1;
     for (auto d : t.shape) n *= std::size_t(d);
+    const float* f32 = t.f32;
+    if (t.fill) {
+      filled.resize(n);
+      t.fill(filled.data());
+      f32 = filled.data();
+    }
     if (t.raw) {
       out.write(t.raw, n * safetensors_dtype_size(t.dtype));
     } else if (t.dtype == SafetensorsDType::F32) {
-      out.write(t.f32, n * sizeof(float));
+      out.write(f32, n * sizeof(float));
     } else {
       stage.resize(std::min(n, kChunkElems));
       for (std::size_t i = 0; i < n; i += stage.size()) {
         const std::size_t m = std::min(stage.size(), n - i);
         if (t.dtype == SafetensorsDType::BF16)
-          for (std::size_t k = 0; k < m; ++k) stage[k] = float_to_bf16(t.f32[i + k]).bits;
+          for (std::size_t k = 0; k < m; ++k) stage[k] = float_to_bf16(f32[i + k]).bits;
         else
-          for (std::size_t k = 0; k < m; ++k) stage[k] = float_to_fp16(t.f32[i + k]).bits;
+          for (std::size_t k = 0; k < m; ++k) stage[k] = float_to_fp16(f32[i + k]).bits;
         out.write(stage.data(), m * 2);
       }
     }

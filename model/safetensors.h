@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -79,14 +80,17 @@ class SafetensorsReader {
   std::map<std::string, std::string> metadata_;
 };
 
-// One tensor to write: its values come from exactly one of `raw` (bytes already in `dtype`) or
-// `f32` (floats converted to `dtype`, which must then be F32, F16 or BF16, rounding to nearest even).
+// One tensor to write: its values come from exactly one of `raw` (bytes already in `dtype`), `f32`
+// (floats converted to `dtype`, which must then be F32, F16 or BF16, rounding to nearest even) or
+// `fill` (called once, when the tensor is written, to produce its floats into a buffer of the tensor's
+// size: a streaming writer holds one tensor at a time).
 struct SafetensorsWriteTensor {
   std::string name;
   SafetensorsDType dtype = SafetensorsDType::F32;
   std::vector<std::int64_t> shape;
   const void* raw = nullptr;
   const float* f32 = nullptr;
+  std::function<void(float* out)> fill;
 };
 
 // Writes tensors in sorted-name order, contiguous, the header padded with spaces to a multiple of 8
