@@ -23,6 +23,7 @@
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "core/host_memory.h"
+#include "offload/store_lock.h"
 
 namespace tz {
 namespace {
@@ -70,6 +71,10 @@ NvmeStore::NvmeStore(NvmeStoreOptions opt) : opt_(std::move(opt)) {
   };
   std::map<dev_t, Fs> per_fs;
   for (const auto& p : opt_.paths) {
+    // Stores whose owner died (SIGKILL, a node crash) are removed first, so their space counts as free.
+    for (const RemovedStore& r : remove_stale_stores(p))
+      log_line("removed NVMe store " + r.folder + " (" + format_bytes(r.bytes) + ") left behind by a run that " +
+               "ended without cleaning up (" + r.owner + ")");
     struct stat st {};
     if (::stat(p.c_str(), &st) != 0) TZ_FAIL("NVMe path ", p, ": ", std::strerror(errno));
     TZ_CHECK(S_ISDIR(st.st_mode), "NVMe path ", p, " is not a directory");
@@ -88,6 +93,8 @@ NvmeStore::NvmeStore(NvmeStoreOptions opt) : opt_(std::move(opt)) {
     std::vector<FileDescriptor> fds;
     for (const auto& p : opt_.paths) {
       std::string dir = detail::concat(p, "/tierzero-", opt_.run_id, "-r", opt_.rank);
+      locks_.push_back(lock_store_folder(dir));  // before the folder: a folder is never unowned
+      lock_files_.push_back(dir + ".lock");
       if (::mkdir(dir.c_str(), 0700) != 0) {
         int err = errno;
         if (err == EEXIST)
@@ -147,8 +154,14 @@ void NvmeStore::remove_files() noexcept {
   for (const auto& d : dirs_)
     if (::rmdir(d.c_str()) != 0 && errno != ENOENT)
       log_line("warning: cannot remove NVMe store directory " + d + ": " + std::strerror(errno));
+  // The lock files last, while still locked: a store is never seen without its lock.
+  for (const auto& l : lock_files_)
+    if (::unlink(l.c_str()) != 0 && errno != ENOENT)
+      log_line("warning: cannot remove NVMe store lock " + l + ": " + std::strerror(errno));
   files_.clear();
   dirs_.clear();
+  lock_files_.clear();
+  locks_.clear();
 }
 
 NvmeStore::Location NvmeStore::locate(std::uint64_t offset) const {

@@ -35,6 +35,9 @@ std::string default_run_id();
 // and not at some step. The free space is checked first (summed over paths on one filesystem); a
 // shortfall, or ENOSPC/EFBIG from fallocate, is a tz::Error naming the path, the need and the free
 // space. The destructor removes the files and directories (never throws; failures are logged).
+// Each directory has a lock file beside it, held for the store's life: stores on the same paths left
+// by runs that died are removed first, with a message; live jobs' stores are never touched
+// (offload/store_lock.h).
 //
 // Addressing: a logical offset in [0, capacity()). Block b (= offset / block_size) lives in file
 // b % paths at (b / paths) * block_size. O_DIRECT rules apply to every call: the offset is a
@@ -100,6 +103,8 @@ class NvmeStore : private BlockHooks {
   std::uint64_t capacity_ = 0;
   std::vector<std::string> dirs_;   // created by this store, removed by it
   std::vector<std::string> files_;  // likewise
+  std::vector<std::string> lock_files_;  // <dir>.lock beside each folder (offload/store_lock.h)
+  std::vector<FileDescriptor> locks_;    // held (flock) while the store lives
   // Per logical block, written on the engine thread only: XXH3-64 and the length hashed (0: never
   // written). Sized once at construction: nothing allocates per step.
   std::vector<std::uint64_t> hash_;

@@ -2,7 +2,8 @@
 # Resume is exact after a kill -9: at 2 ranks, ZeRO stage 3 with the optimizer states on NVMe, a run
 # checkpointing every 10 steps is killed (SIGKILL to rank 1) during step 12; --resume latest continues
 # from step 10 to 20, and its losses for steps 11-20 and its final weights equal, bit for bit, those of
-# a run that went 20 steps straight. Exits 0 when they do; prints what differs otherwise.
+# a run that went 20 steps straight, and the killed job's NVMe stores are removed by the resumed one.
+# Exits 0 when all that holds; prints what differs otherwise.
 # usage: ckpt_kill_resume.sh MPIRUN_ARGS... -- TIERZERO
 set -u
 mpirun_args=()
@@ -38,6 +39,9 @@ echo "ckpt_kill_resume.sh: rank 1 killed with $steps steps reported"
   --metrics "$d/resumed.jsonl" --save-safetensors "$d/resumed.safetensors" > "$d/resumed.log" 2>&1 ||
   { cat "$d/resumed.log"; exit 1; }
 grep "resuming from" "$d/resumed.log"
+# The killed job's NVMe stores on the same path are recognised and removed, with a message.
+grep "removed NVMe store" "$d/resumed.log" || { echo "ckpt_kill_resume.sh: the killed run's store was not removed"; exit 1; }
+[ -z "$(find "$d" -maxdepth 1 -name 'tierzero-*')" ] || { echo "ckpt_kill_resume.sh: stores left behind"; exit 1; }
 losses() { grep '"step":' "$1" | grep -v val_loss | grep -o '"loss":[^,]*' | tail -n 10; }
 if ! diff <(losses "$d/straight.jsonl") <(losses "$d/resumed.jsonl"); then
   echo "ckpt_kill_resume.sh: the losses of steps 11-20 differ"; exit 1

@@ -5,13 +5,16 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <tuple>
 #include <vector>
 
@@ -314,6 +317,54 @@ TEST_F(NvmeStoreTest, AMissingPathIsReportedByName) {
   o.run_id = "x";
   std::string msg = test::error_message([&] { NvmeStore store(o); });
   EXPECT_NE(msg.find(root_.file("does-not-exist")), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace tz
+
+namespace tz {
+namespace {
+
+// ---------------------------------------------------------------- stores left behind
+
+// A store whose owner died (its lock file can be taken) is removed by the next store on the path; a
+// store whose lock is held (a live job) is left alone, and so is anything not named like a store.
+TEST_F(NvmeStoreTest, AStoreLeftByADeadRunIsRemovedAndALiveJobsStoreIsNot) {
+  auto o = options(1, 4 * MiB, 64 * KiB, 4);
+  const std::string p = o.paths[0];
+  auto fake_store = [&](const std::string& id) {
+    const std::string dir = p + "/tierzero-" + id + "-r0";
+    std::filesystem::create_directory(dir);
+    std::ofstream(dir + "/store.dat") << std::string(8192, 'x');
+    std::ofstream(dir + ".lock") << "host elsewhere, pid 4242\n";
+    return dir;
+  };
+  const std::string dead = fake_store("dead"), live = fake_store("live");
+  std::filesystem::create_directory(p + "/not-a-store");
+  const int held = ::open((live + ".lock").c_str(), O_RDWR);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX | LOCK_NB), 0);  // as the live job's store does
+
+  ::testing::internal::CaptureStderr();
+  {
+    NvmeStore store(std::move(o));
+    EXPECT_TRUE(std::filesystem::exists(store.directories()[0] + ".lock")) << "a store holds a lock file";
+  }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("removed NVMe store " + dead + " (8.00 KiB) left behind by a run that ended without cleaning "
+                     "up (host elsewhere, pid 4242)"),
+            std::string::npos)
+      << log;
+  EXPECT_FALSE(std::filesystem::exists(dead));
+  EXPECT_FALSE(std::filesystem::exists(dead + ".lock"));
+  EXPECT_TRUE(std::filesystem::exists(live + "/store.dat")) << "a live job's store is never touched";
+  EXPECT_TRUE(std::filesystem::exists(p + "/not-a-store"));
+  std::vector<std::string> left;
+  for (const auto& e : std::filesystem::directory_iterator(p)) left.push_back(e.path().filename().string());
+  std::sort(left.begin(), left.end());
+  EXPECT_EQ(left, (std::vector<std::string>{"not-a-store", "tierzero-live-r0", "tierzero-live-r0.lock"}))
+      << "the new store removed its own folder and lock";
+  ::close(held);
 }
 
 }  // namespace
