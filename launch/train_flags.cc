@@ -152,6 +152,8 @@ void check_numbers(const TrainFlags& f) {
            o.adam.grad_clip);
   TZ_CHECK(o.save_every >= 0, "--save-every must be a number of steps >= 0 (0: only at the end), got ", o.save_every);
   TZ_CHECK(o.keep_last >= 0, "--keep-last must be a number of checkpoints >= 0 (0: keep all), got ", o.keep_last);
+  TZ_CHECK(o.resume != "latest" || !o.save_dir.empty(),
+           "--resume latest needs --save-dir: the folder to look for checkpoints in");
   TZ_CHECK(!o.save_dir.empty() || (o.save_every == 0 && o.keep_last == 0),
            "--save-every and --keep-last need --save-dir: the folder the checkpoints go to");
   TZ_CHECK(finite(o.fp16.loss_scale) && o.fp16.loss_scale >= 0, "--loss-scale must be a number >= 0 (0: dynamic), got ",
