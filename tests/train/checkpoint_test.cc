@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -145,6 +146,32 @@ TEST(Checkpoint, ACrashAtAnyPhaseOfASaveLeavesACompleteCheckpointToResumeFrom) {
     EXPECT_FALSE(fs::exists(dir + "/.tmp-step-00000010")) << "the next save removes a crashed save's folder";
     EXPECT_EQ(latest_checkpoint(dir), dir + "/step-00000012");
   }
+}
+
+// The same with a real kill: the process dies by SIGKILL between the data files and the rename (in a
+// forked child, as a death test), and --resume latest continues from the previous checkpoint exactly.
+TEST(Checkpoint, ASigkillBetweenTheDataFilesAndTheRenameLeavesThePreviousCheckpoint) {
+  // "fast": the child is a fork of this process at this point (same folder); no OpenMP pool exists yet
+  // here, as ctest runs this test alone in its process.
+  GTEST_FLAG_SET(death_test_style, "fast");
+  testing::TestDir d;
+  const std::string dir = d.file("ckpt");
+  TrainOptions o = tiny(10, dir);
+  o.save_every = 5;
+  TrainHooks kill;
+  int saves = 0;
+  kill.checkpoint_phase = [&](const std::string& p) {
+    if (p == "files written" && ++saves == 2) ::raise(SIGKILL);
+  };
+  EXPECT_EXIT(run(o, kill), ::testing::KilledBySignal(SIGKILL), "");
+  EXPECT_TRUE(fs::exists(dir + "/.tmp-step-00000010/rank-00000.bin")) << "killed after its data file";
+  EXPECT_FALSE(fs::exists(dir + "/step-00000010"));
+  EXPECT_EQ(latest_checkpoint(dir), dir + "/step-00000005");
+  TrainOptions resume = tiny(10, dir);
+  resume.resume = "latest";
+  const TrainResult r = run(resume), straight = run(tiny(10, ""));
+  ASSERT_EQ(r.losses.size(), 5u);
+  for (int s = 5; s < 10; ++s) EXPECT_EQ(straight.losses[s], r.losses[s - 5]) << "step " << s + 1;
 }
 
 TEST(Checkpoint, KeepLastKeepsTheNewestCheckpointsAfterEachSave) {
