@@ -12,6 +12,11 @@ static_assert(DNNL_VERSION_MAJOR == 2, "tierzero uses oneDNN's v2 C++ API (Debia
 
 namespace tz {
 
+std::string onednn_version() {
+  const dnnl_version_t* v = dnnl_version();
+  return std::to_string(v->major) + "." + std::to_string(v->minor) + "." + std::to_string(v->patch);
+}
+
 using dnnl::memory;
 
 struct OneDnnGemm::Impl {

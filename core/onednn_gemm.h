@@ -6,11 +6,15 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <tuple>
 
 #include "core/backend.h"
 
 namespace tz {
+
+// The oneDNN library's version, "major.minor.patch" (for `tierzero doctor` and benchmark headers).
+std::string onednn_version();
 
 class OneDnnGemm {
  public:

@@ -24,6 +24,7 @@ const char* kUsage =
     "  plan    print the memory plan of a training run per rank and tier, without allocating it\n"
     "  ckpt    checkpoints: `tierzero ckpt inspect PATH` (summary, checksums verified),\n"
     "          `tierzero ckpt export PATH --to model.safetensors` (Hugging Face GPT-2 weights)\n"
+    "  doctor  what this machine offers: CPU ISA, GPUs, CUDA libraries, locked memory, NVMe paths, MPI\n"
     "  data    prepare token files: `tierzero data prepare --input FILE... --output train.bin`\n"
     "  bench   benchmarks: `tierzero bench step` (training step time, tokens/s, GFLOP/s vs matmul rate),\n"
     "          `tierzero bench comm` (collectives: time, algbw, busbw vs the same call through MPI),\n"
@@ -55,6 +56,7 @@ int run_cli(int argc, char** argv) {
     if (cmd == "data") return data_command(args);
     if (cmd == "bench") return bench_command(args);
     if (cmd == "ckpt") return ckpt_command(args);
+    if (cmd == "doctor") return doctor_command(args);
     std::fprintf(stderr, "tierzero: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const Error& e) {

@@ -11,5 +11,6 @@ int plan_command(const std::vector<std::string>& args);
 int data_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
 int ckpt_command(const std::vector<std::string>& args);
+int doctor_command(const std::vector<std::string>& args);
 
 }  // namespace tz
