@@ -6,6 +6,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
+# tierzero on PATH (/usr/local/bin), so README's `tierzero ...` commands run as typed from any folder.
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+$SUDO cmake --install build
 mkdir -p out
 ROOT_FLAG=""
 if [ "$(id -u)" -eq 0 ]; then ROOT_FLAG="--allow-run-as-root"; fi  # Open MPI refuses root without it
@@ -15,6 +19,6 @@ if [ "$THREADS" -lt 1 ]; then THREADS=1; fi
 # step (a global batch of 8 sequences), parameters, gradients and optimizer states sharded in two.
 # --bind-to none: Open MPI would pin each rank to one core, and its OpenMP threads with it.
 mpirun -np 2 --oversubscribe --bind-to none $ROOT_FLAG -x OMP_NUM_THREADS="$THREADS" \
-  ./build/launch/tierzero train --zero-stage 3 --offload-optimizer cpu --model tiny --n-layer 4 --n-head 4 --n-embd 128 \
+  tierzero train --zero-stage 3 --offload-optimizer cpu --model tiny --n-layer 4 --n-head 4 --n-embd 128 \
   --seq-len 128 --micro-batch 4 --steps 1000 --lr 2e-3 --warmup 50 --lr-schedule cosine --min-lr 2e-4 \
   --log-every 50 --val-every 250 --metrics out/quickstart-metrics.jsonl --save-safetensors out/quickstart.safetensors
