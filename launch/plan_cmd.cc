@@ -11,6 +11,7 @@
 #include "launch/parse_args.h"
 #include "launch/train_flags.h"
 #include "train/trainer.h"
+#include "zero/plan_advice.h"
 
 namespace po = boost::program_options;
 
@@ -42,21 +43,19 @@ int plan_command(const std::vector<std::string>& args) {
   if (rank < 0 && world > 64) ranks.push_back(world - 1);
   bool fits = true;
   std::set<std::string> printed;
+  std::string advice;
   for (int r : ranks) {
     const MemoryPlan plan = plan_memory(plan_inputs(f.o, world, r));
     std::string table = plan.table();
     // Ranks own shards of the same sizes: print a rank's plan only when no rank's before was the same.
     if (printed.insert(table.substr(table.find('\n'))).second) std::printf("%s\n", table.c_str());
-    try {
-      plan.check_fits();
-    } catch (const Error& e) {
-      fits = false;
-      // The message's "[rank 0 ...]" prefix names this process, not the planned rank: drop it.
-      const std::string m = e.what();
-      const std::size_t cut = m.rfind("] ", m.find("out of "));
-      std::printf("rank %d does not fit: %s\n", r, (cut == std::string::npos ? m : m.substr(cut + 2)).c_str());
-    }
+    const std::string problem = plan.fit_problem();
+    if (problem.empty()) continue;
+    fits = false;
+    std::printf("rank %d does not fit: %s\n", r, problem.c_str());
+    if (advice.empty()) advice = advice_text(plan);  // the first rank that does not fit
   }
+  if (!advice.empty()) std::printf("%s\n", advice.c_str());
   std::printf("%s\n", fits ? "the plan fits every budget" : "the plan does not fit (see above)");
   return fits ? 0 : 1;
 }

@@ -22,6 +22,7 @@
 #include "train/rank_agreement.h"
 #include "train/step_metrics.h"
 #include "zero/engine.h"
+#include "zero/plan_advice.h"
 
 namespace tz {
 namespace {
@@ -56,7 +57,7 @@ struct Run {
   // With `ckpt`, the initial values are the checkpoint's master weights.
   Run(const TrainOptions& opt, Communicator& comm, const TrainHooks& hooks, const CheckpointReader* ckpt)
       : plan(plan_memory(plan_inputs(opt, comm.size(), comm.rank()))) {
-    plan.check_fits();
+    check_fits_with_advice(plan);  // a refusal names the smallest changes that fit
     dev = make_device(opt.device, device_options(opt));
     stream = dev->create_stream();
     done = dev->create_event();

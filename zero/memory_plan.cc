@@ -151,7 +151,7 @@ std::string MemoryPlan::table() const {
   return t;
 }
 
-void MemoryPlan::check_fits() const {
+std::string MemoryPlan::fit_problem() const {
   static const char* flag[3] = {"--device-mem", "--host-mem", "--nvme-mem"};
   for (int i = 0; i < 3; ++i) {
     const std::size_t need = total(Tier(i)), budget = in.budget[i];
@@ -162,15 +162,20 @@ void MemoryPlan::check_fits() const {
     std::string largest;
     for (std::size_t k = 0; k < std::min<std::size_t>(3, r.size()); ++k)
       largest += (k ? ", " : "") + r[k].what + " " + format_bytes(r[k].bytes);
-    TZ_FAIL("out of ", tier_name(Tier(i)), " memory budget: the memory plan needs ", format_bytes(need),
-            " on the ", tier_name(Tier(i)), " tier of rank ", in.rank, " but the budget is ",
-            format_bytes(budget), ", short by ", format_bytes(need - budget), " (largest: ", largest,
-            "); raise the budget (", flag[i], ")",
-            i == 0 ? ", use a smaller model, micro-batch, sequence length or --reduce-bucket-size, or "
-                     "offload states "
-                     "(--offload-optimizer, --offload-param, --offload-activations)"
-                   : ", or offload less to this tier");
+    return detail::concat("out of ", tier_name(Tier(i)), " memory budget: the memory plan needs ", format_bytes(need),
+                          " on the ", tier_name(Tier(i)), " tier of rank ", in.rank, " but the budget is ",
+                          format_bytes(budget), ", short by ", format_bytes(need - budget), " (largest: ", largest,
+                          "); raise the budget (", flag[i], ")",
+                          i == 0 ? ", use a smaller model, micro-batch, sequence length or --reduce-bucket-size, or "
+                                   "offload states (--offload-optimizer, --offload-param, --offload-activations)"
+                                 : ", or offload less to this tier");
   }
+  return "";
+}
+
+void MemoryPlan::check_fits() const {
+  const std::string p = fit_problem();
+  if (!p.empty()) TZ_FAIL(p);
 }
 
 }  // namespace tz

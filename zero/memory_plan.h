@@ -60,7 +60,9 @@ struct MemoryPlan {
   std::vector<PlanRow> rows() const;
   // The table `train` and `plan` print, with each tier's total against its budget.
   std::string table() const;
-  // Throws naming the tier, the need, the budget, the shortfall and the largest classes on that tier.
+  // "" when every tier fits its budget; else the first tier that does not, its need, the budget, the
+  // shortfall and the largest classes there. check_fits() throws it.
+  std::string fit_problem() const;
   void check_fits() const;
 };
 

@@ -1,0 +1,33 @@
+// What to change when a memory plan does not fit its budgets: the smallest single changes of the
+// settings (smaller buckets or micro-batch, activation checkpointing, a higher stage, offloading
+// optimizer states or parameters, more ranks), each re-planned with the same pure function train
+// allocates from, so every suggestion shown is known to fit, with its memory per tier.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "zero/memory_plan.h"
+
+namespace tz {
+
+struct PlanChange {
+  std::string flags;  // what to give on the command line, e.g. "--reduce-bucket-size 5e7"
+  int cost = 0;       // rank of the change's price: 0 none (sizes), higher costs time or ranks
+  std::size_t total[3] = {0, 0, 0};  // the changed plan's bytes per tier on this rank
+};
+
+// Changes that make `in` fit, cheapest first (at most `limit`); pairs of changes when no single one
+// does. Empty when nothing tried fits.
+std::vector<PlanChange> advise(const PlanInputs& in, std::size_t limit = 6);
+
+// "smallest changes that fit ..." lines for a plan that does not fit, or what to raise.
+std::string advice_text(const MemoryPlan& plan);
+
+// Throws the plan's fit problem with the advice appended (what train and plan print when refusing).
+void check_fits_with_advice(const MemoryPlan& plan);
+
+// An element count the way DeepSpeed configs write it: 50000000 -> "5e7", 123 -> "123".
+std::string count_text(std::size_t n);
+
+}  // namespace tz
