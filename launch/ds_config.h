@@ -3,24 +3,22 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "launch/ds_reader.h"
 #include "train/train_options.h"
 
 namespace tz {
-
-// Which command-line flags the user gave explicitly (they override the file), by flag name without
-// the leading dashes: flag_given("micro-batch"). With Boost.Program_options and default values this is
-// `vm.count(f) && !vm[f].defaulted()`. An empty FlagGiven means no flag was given.
-using FlagGiven = std::function<bool(const std::string& flag)>;
 
 // Reads a DeepSpeed JSON config into opt; a key whose flag was given on the command line is left as
 // the flag set it (the file's value is still checked). Keys the file does not give keep opt's values.
 // Throws tz::Error, naming the file and the full key path, for: a missing or unreadable file, invalid
 // JSON (with line and column) or a key repeated in one object, an unknown key (with the nearest known
-// one), a DeepSpeed key not implemented in this version, "auto", a wrong type, or a value out of range.
+// one), a DeepSpeed key not implemented in this version, "auto" where neither Hugging Face nor DeepSpeed
+// resolves it, a wrong type, or a value out of range.
+// Appends to opt.config_lines one line per "auto" resolved and per key accepted with no effect (rank 0
+// prints them). "auto" sizes derived from the model's width read opt.model: resolve the model first.
 // train_batch_size is stored as given; checking it against micro_batch x grad_accum x world is the
 // caller's (DeepSpeed would derive a missing micro batch or accumulation count from it; tierzero
 // does not, see docs/configuration.md).

@@ -35,6 +35,7 @@ int plan_command(const std::vector<std::string>& args) {
   resolve_train_flags(f, vm);
   TZ_CHECK(world >= 1 && world <= (1 << 20), "--world must be in [1, 1048576], got ", world);
   TZ_CHECK(rank >= -1 && rank < world, "--rank must be in [0, ", world, ") or -1, got ", rank);
+  for (const std::string& line : f.o.config_lines) std::printf("%s\n", line.c_str());
   // Every rank's shards have the same sizes (groups are padded to a multiple of the world), so the
   // ranks' plans can differ only through an edge case: look at the first 64 ranks and the last.
   std::vector<int> ranks;

@@ -47,6 +47,10 @@ int train_command(const std::vector<std::string>& args) {
 
   // One process per rank: under mpirun or srun --mpi=pmix the ranks talk over MPI; alone, no MPI.
   WorldInfo world = discover_world();
+  if (world.rank == 0) {  // what --config resolved or accepted with no effect, once for the job
+    for (const std::string& line : f.o.config_lines) std::printf("%s\n", line.c_str());
+    std::fflush(stdout);
+  }
   std::unique_ptr<Communicator> comm = world.source == "single" ? make_self_comm() : make_mpi_world();
   comm->set_timeout(std::chrono::milliseconds(std::int64_t(f.comm_timeout * 1000)));
   if (comm->size() != world.size) {

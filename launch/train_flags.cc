@@ -34,7 +34,9 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
       "min-lr", po::value(&f.o.lr.min_lr)->default_value(f.o.lr.min_lr),
       "final learning rate of the cosine schedule")(
       "warmup", po::value(&f.o.lr.warmup)->default_value(f.o.lr.warmup), "linear warm-up steps")(
-      "lr-schedule", po::value(&f.schedule)->default_value(f.schedule), "after warm-up: constant or cosine")(
+      "lr-schedule", po::value(&f.schedule)->default_value(f.schedule),
+      "after warm-up: constant or cosine; or DeepSpeed's warmup (WarmupLR), warmup-decay (WarmupDecayLR), "
+      "warmup-cosine (WarmupCosineLR)")(
       "weight-decay", po::value(&f.o.adam.weight_decay)->default_value(f.o.adam.weight_decay),
       "AdamW decoupled weight decay (matrices and embeddings; not biases or LayerNorm)")(
       "beta1", po::value(&f.o.adam.beta1)->default_value(f.o.adam.beta1), "AdamW beta1")(
@@ -142,6 +144,7 @@ void check_numbers(const TrainFlags& f) {
   TZ_CHECK(finite(o.lr.min_lr) && o.lr.min_lr >= 0 && o.lr.min_lr <= o.lr.lr, "--min-lr must be in [0, --lr = ",
            o.lr.lr, "], got ", o.lr.min_lr);
   TZ_CHECK(o.lr.warmup >= 0, "--warmup must be a number of steps >= 0, got ", o.lr.warmup);
+  check_lr_config(o.lr, o.steps, f.config.empty() ? "--lr-schedule" : f.config);
   TZ_CHECK(finite(o.adam.beta1) && finite(o.adam.beta2) && o.adam.beta1 >= 0 && o.adam.beta1 < 1 &&
                o.adam.beta2 >= 0 && o.adam.beta2 < 1,
            "--beta1 and --beta2 must be in [0, 1), got ", o.adam.beta1, " and ", o.adam.beta2);

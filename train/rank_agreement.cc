@@ -69,7 +69,7 @@ std::vector<std::pair<std::string, std::string>> shared_settings(const TrainOpti
       {"--val-data", data_identity(o.val_data)},
       {"--val-every, --val-batches", std::to_string(o.val_every) + ", " + std::to_string(o.val_batches)},
       {"--lr, --min-lr, --warmup, --lr-schedule",
-       num(o.lr.lr) + ", " + num(o.lr.min_lr) + ", " + std::to_string(o.lr.warmup) + ", " + lr_schedule_name(o.lr.schedule)},
+       num(o.lr.lr) + ", " + num(o.lr.min_lr) + ", " + std::to_string(o.lr.warmup) + ", " + describe_lr_schedule(o.lr)},
       {"--beta1, --beta2, --eps, --weight-decay, --grad-clip", num(o.adam.beta1) + ", " + num(o.adam.beta2) + ", " +
                                                                num(o.adam.eps) + ", " + num(o.adam.weight_decay) +
                                                                ", " + num(o.adam.grad_clip)},

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/device.h"
 #include "core/dtype.h"
@@ -35,6 +36,8 @@ struct TrainOptions {
   int keep_last = 0;
   std::string resume;
   std::string config;         // the DeepSpeed config it was read from, if any (an input: never an output)
+  // What --config resolved ("auto") or accepted with no effect, one line each; rank 0 prints them.
+  std::vector<std::string> config_lines;
   int steps = 200;
   int micro_batch = 4;       // sequences per rank per micro-step
   int grad_accum = 1;        // micro-steps per optimizer step

@@ -1,12 +1,14 @@
 // Tests launch/ds_config.h: every DeepSpeed key tierzero reads lands in TrainOptions, flags given on the
-// command line win, and typos, unimplemented keys, "auto", wrong types and ranges, missing files and bad
-// JSON fail with a message naming the file and the key.
+// command line win, "auto" and keys with no effect print one line each, and typos, unimplemented keys,
+// unresolvable "auto", wrong types and ranges, missing files and bad JSON fail with a message naming the
+// file and the key. The scheduler section has its own file (ds_scheduler_test.cc).
 #include "launch/ds_config.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <set>
 #include <string>
@@ -53,11 +55,14 @@ json every_key() {
     "train_micro_batch_size_per_gpu": 8,
     "gradient_accumulation_steps": 3,
     "gradient_clipping": 0.5,
+    "steps_per_print": 7,
     "fp16": {"enabled": true, "loss_scale": 128, "initial_scale_power": 12, "loss_scale_window": 500,
              "hysteresis": 3, "min_loss_scale": 0.25},
     "bf16": {"enabled": false},
     "optimizer": {"type": "AdamW",
                   "params": {"lr": 1e-4, "betas": [0.8, 0.95], "eps": 1e-6, "weight_decay": 0.1}},
+    "scheduler": {"type": "WarmupDecayLR", "params": {"warmup_min_lr": 1e-5, "warmup_max_lr": 1e-4,
+                  "warmup_num_steps": 6, "total_num_steps": 60, "warmup_type": "linear"}},
     "zero_optimization": {"stage": 3, "overlap_comm": false, "contiguous_gradients": true,
                           "reduce_bucket_size": 1000, "allgather_bucket_size": 2000,
                           "stage3_prefetch_bucket_size": 3000, "stage3_max_live_parameters": 4000,
@@ -91,6 +96,13 @@ TEST(DsConfig, EveryKeyLandsInTrainOptions) {
   EXPECT_EQ(o.zero.prefetch_bucket_size, 3000u);
   EXPECT_EQ(o.zero.max_live_parameters, 4000u);
   EXPECT_EQ(o.zero.param_persistence_threshold, 5000u);
+  EXPECT_EQ(o.log_every, 7);
+  EXPECT_EQ(o.lr.schedule, LrSchedule::warmup_decay);
+  EXPECT_FLOAT_EQ(o.lr.min_lr, 1e-5f);
+  EXPECT_EQ(o.lr.warmup, 6);
+  EXPECT_EQ(o.lr.total_num_steps, 60);
+  EXPECT_EQ(o.lr.warmup_type, WarmupType::linear);
+  EXPECT_TRUE(o.config_lines.empty());  // every key is read, none resolved from "auto"
 }
 
 TEST(DsConfig, Bf16EnabledSetsBf16AndTheOldNameBfloat16MeansTheSame) {
@@ -155,7 +167,9 @@ TEST(DsConfig, EveryFlagGivenOnTheCommandLineWinsOverTheFile) {
                                     "initial-scale-power",
                                     "loss-scale-window",
                                     "hysteresis",
-                                    "min-loss-scale"};
+                                    "min-loss-scale",
+                                    "log-every",
+                                    "lr-schedule"};  // given, it keeps --warmup, --min-lr from being asked
   TrainOptions o;  // as the flags left it: the defaults, which every_key() changes
   const TrainOptions flagged = o;
   std::set<std::string> asked;
@@ -181,6 +195,9 @@ TEST(DsConfig, EveryFlagGivenOnTheCommandLineWinsOverTheFile) {
   EXPECT_EQ(o.zero.param_persistence_threshold, flagged.zero.param_persistence_threshold);
   EXPECT_EQ(o.fp16.hysteresis, flagged.fp16.hysteresis);
   EXPECT_EQ(o.fp16.loss_scale_window, flagged.fp16.loss_scale_window);
+  EXPECT_EQ(o.log_every, flagged.log_every);
+  EXPECT_EQ(o.lr.schedule, flagged.lr.schedule);  // --lr-schedule: the file's scheduler is not applied
+  EXPECT_EQ(o.lr.warmup, flagged.lr.warmup);
   // Keys without a flag still come from the file.
   EXPECT_EQ(o.train_batch_size, 96);
   EXPECT_FALSE(o.zero.overlap_comm);
@@ -229,62 +246,160 @@ TEST(DsConfig, EveryUnimplementedDeepSpeedKeyFailsNamingIt) {
   const char* top[] = {"offload_optimizer",  // DeepSpeed reads these inside zero_optimization
                        "offload_param",
                        "sub_group_size",
-                       "scheduler",
                        "activation_checkpointing",
-                       "wall_clock_breakdown",
-                       "steps_per_print",
-                       "prescale_gradients",
+                       "prescale_gradients",  // true: only false (DeepSpeed's default) is accepted
                        "gradient_predivide_factor",
                        "communication_data_type",
                        "sparse_gradients",
                        "amp",
-                       "flops_profiler",
-                       "tensorboard",
-                       "wandb",
-                       "csv_monitor",
                        "checkpoint",
                        "data_types",
                        "compression_training",
-                       "zero_allow_untested_optimizer",
                        "elasticity",
-                       "autotuning",
-                       "memory_breakdown",
-                       "dump_state"};
+                       "autotuning"};
   for (const char* k : top) {
-    std::string e =
-        error_of(json{{k, true}});  // true: wall_clock_breakdown/memory_breakdown accept only false
+    std::string e = error_of(json{{k, true}});
     EXPECT_TRUE(has(
         e, std::string("'") + k + "' is a DeepSpeed key that tierzero does not implement in this version"))
         << k << ": " << e;
     EXPECT_TRUE(has(e, "cfg.json")) << e;
   }
-  const char* zero[] = {"reduce_scatter",
-                        "allgather_partitions",
-                        "round_robin_gradients",
-                        "stage3_gather_16bit_weights_on_model_save",
-                        "stage3_max_reuse_distance",
-                        "elastic_checkpoint",
-                        "load_from_fp32_weights",
-                        "ignore_unused_parameters",
-                        "zero_hpz_partition_size",
-                        "zero_quantized_weights",
-                        "zero_quantized_gradients",
-                        "mics_shard_size"};
-  for (const char* k : zero) {
-    std::string e = error_of(json{{"zero_optimization", {{k, 1}}}});
+  // Each would change the numbers, so only DeepSpeed's default (what tierzero does) is accepted.
+  const std::pair<const char*, json> zero[] = {{"zero_quantized_weights", true},
+                                               {"zero_quantized_gradients", true},
+                                               {"zero_quantized_nontrainable_weights", true},
+                                               {"mics_shard_size", 4},
+                                               {"legacy_stage1", true}};
+  for (const auto& [k, value] : zero) {
+    std::string e = error_of(json{{"zero_optimization", {{k, value}}}});
     EXPECT_TRUE(has(
         e, std::string("'zero_optimization.") + k + "' is a DeepSpeed key that tierzero does not implement"))
         << k << ": " << e;
   }
-  for (const char* k : {"auto_cast", "consecutive_hysteresis"}) {
+  for (const char* k : {"auto_cast", "consecutive_hysteresis", "fp16_master_weights_and_grads"}) {
     std::string e = error_of(json{{"fp16", {{k, true}}}});
     EXPECT_TRUE(has(e, std::string("'fp16.") + k + "' is a DeepSpeed key")) << k << ": " << e;
+    EXPECT_TRUE(has(e, "only false is accepted")) << e;
   }
+  std::string e = error_of(json{{"bf16", {{"check_grad_overflow", true}}}});
+  EXPECT_TRUE(has(e, "'bf16.check_grad_overflow' is a DeepSpeed key")) << e;
+  e = error_of(json{{"aio", {{"use_gds", true}}}});
+  EXPECT_TRUE(has(e, "GPUDirect Storage is not implemented")) << e;
   // Each at the value tierzero cannot honour (amsgrad false and adam_w_mode true are accepted, below).
-  for (auto [k, value] : {std::pair{"amsgrad", true}, {"torch_adam", false}, {"adam_w_mode", false}}) {
-    std::string e = error_of(json{{"optimizer", {{"type", "Adam"}, {"params", {{k, value}}}}}});
+  for (auto [k, value] : {std::pair{"amsgrad", true}, {"bias_correction", false}, {"adam_w_mode", false}}) {
+    e = error_of(json{{"optimizer", {{"type", "Adam"}, {"params", {{k, value}}}}}});
     EXPECT_TRUE(has(e, std::string("'optimizer.params.") + k + "' is a DeepSpeed key")) << k << ": " << e;
   }
+}
+
+TEST(DsConfig, KeysThatWouldChangeTheNumbersAreAcceptedAtTheirDefaultSilently) {
+  TrainOptions o;
+  apply_ds_config(json::parse(R"({"prescale_gradients": false, "gradient_predivide_factor": 1.0,
+      "sparse_gradients": false, "communication_data_type": null,
+      "fp16": {"auto_cast": false, "consecutive_hysteresis": false, "fp16_master_weights_and_grads": false},
+      "bf16": {"check_grad_overflow": false}, "aio": {"use_gds": false},
+      "zero_optimization": {"zero_quantized_weights": false, "zero_quantized_gradients": false,
+                            "zero_quantized_nontrainable_weights": false, "zeropp_loco_param": null,
+                            "mics_shard_size": -1, "mics_hierarchical_params_gather": false, "legacy_stage1": false},
+      "optimizer": {"type": "AdamW", "params": {"amsgrad": false, "adam_w_mode": true, "bias_correction": true}}})"),
+                  "cfg.json", o, kNoFlags);
+  EXPECT_TRUE(o.config_lines.empty()) << o.config_lines.front();
+}
+
+// The keys DeepSpeed's tutorials and Hugging Face's tests write that change nothing tierzero computes.
+TEST(DsConfig, NoEffectKeysAreAcceptedWithOnePrintedLineEach) {
+  TrainOptions o;
+  const TrainOptions before = o;
+  apply_ds_config(json::parse(R"({
+      "wall_clock_breakdown": true, "memory_breakdown": false, "dump_state": false,
+      "tensorboard": {"enabled": true, "output_path": "logs/", "job_name": "x"}, "wandb": {"enabled": false},
+      "csv_monitor": {"enabled": false}, "comet": {"enabled": false}, "comms_logger": {"enabled": true},
+      "flops_profiler": {"enabled": false}, "zero_allow_untested_optimizer": true,
+      "zero_force_ds_cpu_optimizer": false,
+      "bf16": {"immediate_grad_update": true},
+      "optimizer": {"type": "AdamW", "legacy_fusion": false, "params": {"torch_adam": true}},
+      "zero_optimization": {"stage3_max_reuse_distance": 1e9, "max_reuse_distance": 0, "allgather_partitions": true,
+        "reduce_scatter": false, "round_robin_gradients": true, "use_multi_rank_bucket_allreduce": true,
+        "stage3_gather_16bit_weights_on_model_save": true, "gather_16bit_weights_on_model_save": false,
+        "stage3_gather_fp16_weights_on_model_save": true, "stage3_model_persistence_threshold": 1e12,
+        "stage3_module_granularity_threshold": 0, "stage3_use_all_reduce_for_fetch_params": true,
+        "elastic_checkpoint": false, "load_from_fp32_weights": true, "pipeline_loading_checkpoint": false,
+        "ignore_unused_parameters": true, "memory_efficient_linear": true, "override_module_apply": true,
+        "log_trace_cache_warnings": false, "zero_hpz_partition_size": 8, "grad_hooks": true,
+        "cpu_offload_use_pin_memory": true,
+        "offload_optimizer": {"device": "cpu", "fast_init": true, "pipeline_read": true, "pipeline_write": false,
+                              "pipeline": true},
+        "offload_param": {"device": "cpu", "buffer_count": 5, "buffer_size": 1e8, "max_in_cpu": 1e9}},
+      "aio": {"thread_count": 1, "intra_op_parallelism": 2, "single_submit": false, "overlap_events": true}})"),
+                  "cfg.json", o, kNoFlags);
+  const char* keys[] = {"wall_clock_breakdown",
+                        "memory_breakdown",
+                        "dump_state",
+                        "tensorboard",
+                        "wandb",
+                        "csv_monitor",
+                        "comet",
+                        "comms_logger",
+                        "flops_profiler",
+                        "zero_allow_untested_optimizer",
+                        "zero_force_ds_cpu_optimizer",
+                        "bf16.immediate_grad_update",
+                        "optimizer.legacy_fusion",
+                        "optimizer.params.torch_adam",
+                        "zero_optimization.stage3_max_reuse_distance",
+                        "zero_optimization.max_reuse_distance",
+                        "zero_optimization.allgather_partitions",
+                        "zero_optimization.reduce_scatter",
+                        "zero_optimization.round_robin_gradients",
+                        "zero_optimization.use_multi_rank_bucket_allreduce",
+                        "zero_optimization.stage3_gather_16bit_weights_on_model_save",
+                        "zero_optimization.gather_16bit_weights_on_model_save",
+                        "zero_optimization.stage3_gather_fp16_weights_on_model_save",
+                        "zero_optimization.stage3_model_persistence_threshold",
+                        "zero_optimization.stage3_module_granularity_threshold",
+                        "zero_optimization.stage3_use_all_reduce_for_fetch_params",
+                        "zero_optimization.elastic_checkpoint",
+                        "zero_optimization.load_from_fp32_weights",
+                        "zero_optimization.pipeline_loading_checkpoint",
+                        "zero_optimization.ignore_unused_parameters",
+                        "zero_optimization.memory_efficient_linear",
+                        "zero_optimization.override_module_apply",
+                        "zero_optimization.log_trace_cache_warnings",
+                        "zero_optimization.zero_hpz_partition_size",
+                        "zero_optimization.grad_hooks",
+                        "zero_optimization.cpu_offload_use_pin_memory",
+                        "zero_optimization.offload_optimizer.fast_init",
+                        "zero_optimization.offload_optimizer.pipeline_read",
+                        "zero_optimization.offload_optimizer.pipeline_write",
+                        "zero_optimization.offload_optimizer.pipeline",
+                        "zero_optimization.offload_param.buffer_count",
+                        "zero_optimization.offload_param.buffer_size",
+                        "zero_optimization.offload_param.max_in_cpu",
+                        "aio.thread_count",
+                        "aio.intra_op_parallelism",
+                        "aio.single_submit",
+                        "aio.overlap_events"};
+  EXPECT_EQ(o.config_lines.size(), std::size(keys));
+  for (const char* k : keys) {
+    const std::string start = std::string("config: ") + k + " is accepted and has no effect in tierzero: ";
+    int n = 0;
+    for (const auto& line : o.config_lines) n += line.rfind(start, 0) == 0 && line.size() > start.size() + 10;
+    EXPECT_EQ(n, 1) << k;
+  }
+  // Nothing they could mean changed a setting (offload_optimizer's device did, as it says).
+  EXPECT_EQ(o.zero.reduce_bucket_size, before.zero.reduce_bucket_size);
+  EXPECT_EQ(o.zero.prefetch_bucket_size, before.zero.prefetch_bucket_size);
+  EXPECT_EQ(o.offload.buffer_count, before.offload.buffer_count);
+  EXPECT_FALSE(o.offload.pin_memory);
+  // Their values are still checked.
+  std::string e = error_of(json{{"zero_optimization", {{"stage3_max_reuse_distance", "far"}}}});
+  EXPECT_TRUE(
+      has(e, "zero_optimization.stage3_max_reuse_distance is \"far\" (a string); expected a whole number"))
+      << e;
+  e = error_of(json{{"zero_optimization", {{"reduce_scatter", 1}}}});
+  EXPECT_TRUE(has(e, "zero_optimization.reduce_scatter is 1; allowed: true or false")) << e;
+  e = error_of(json{{"tensorboard", true}});
+  EXPECT_TRUE(has(e, "tensorboard is true (a boolean); expected an object")) << e;
 }
 
 TEST(DsConfig, OffloadSectionsAndAioRoundTripIntoTheOptions) {
@@ -307,8 +422,8 @@ TEST(DsConfig, OffloadSectionsAndAioRoundTripIntoTheOptions) {
   // Flags win over the file.
   TrainOptions f;
   f.offload.optimizer = Tier::device;
-  apply_ds_config(json::parse(R"({"zero_optimization": {"offload_optimizer": {"device": "nvme"}}})"), "cfg.json", f,
-                  [](const std::string& flag) { return flag == "offload-optimizer"; });
+  apply_ds_config(json::parse(R"({"zero_optimization": {"offload_optimizer": {"device": "nvme"}}})"),
+                  "cfg.json", f, [](const std::string& flag) { return flag == "offload-optimizer"; });
   EXPECT_EQ(f.offload.optimizer, Tier::device);
   std::string e = error_of(json::parse(R"({"zero_optimization": {"offload_optimizer": {"device": "gpu"}}})"));
   EXPECT_TRUE(has(e, "'gpu' is not an offload device")) << e;
@@ -413,18 +528,109 @@ TEST(DsConfig, OptimizerTypeIsAdamOrAdamWInAnyCase) {
   EXPECT_TRUE(has(e, "optimizer.type is missing")) << e;
 }
 
-TEST(DsConfig, AutoValuesFailAskingForANumber) {
-  for (const char* doc :
-       {R"({"train_batch_size": "auto"})", R"({"gradient_clipping": "auto"})",
-        R"({"fp16": {"enabled": "auto"}})", R"({"optimizer": {"type": "AdamW", "params": {"lr": "auto"}}})",
-        R"({"zero_optimization": {"stage": 3, "reduce_bucket_size": "auto"}})"}) {
+TEST(DsConfig, AutoStaysAnErrorWhereNeitherHuggingFaceNorDeepSpeedResolvesIt) {
+  for (
+      const char* doc :
+      {R"({"steps_per_print": "auto"})", R"({"fp16": {"loss_scale": "auto"}})",
+       R"({"aio": {"block_size": "auto"}})", R"({"optimizer": {"type": "auto"}})",
+       R"({"scheduler": {"type": "WarmupLR", "params": {"warmup_type": "auto"}}})",
+       R"({"scheduler": {"type": "WarmupCosineLR", "params": {"total_num_steps": 9, "cos_min_ratio": "auto"}}})"}) {
     std::string e = error_of(json::parse(doc));
     EXPECT_TRUE(has(e, "is \"auto\"")) << doc << ": " << e;
     EXPECT_TRUE(has(e, "Hugging Face")) << e;
     EXPECT_TRUE(has(e, "replace it with")) << e;
   }
-  std::string e = error_of(json::parse(R"({"zero_optimization": {"stage3_prefetch_bucket_size": "auto"}})"));
-  EXPECT_TRUE(has(e, "zero_optimization.stage3_prefetch_bucket_size is \"auto\"")) << e;
+  // An unknown key is an error with or without "auto".
+  std::string e = error_of(json::parse(R"({"zero_optimization": {"reduce_bucket_sise": "auto"}})"));
+  EXPECT_TRUE(has(e, "did you mean 'zero_optimization.reduce_bucket_size'?")) << e;
+}
+
+// Hugging Face's ds_config_zero2.json / ds_config_zero3.json style: every "auto" the Trainer fills in
+// takes the flag's value (or the model's width), with one printed line each.
+TEST(DsConfig, AutoIsResolvedWhereHuggingFaceFillsItInWithOneLineEach) {
+  TrainOptions o;
+  o.model.n_embd = 768;
+  o.micro_batch = 2;  // as --micro-batch 2 left it
+  o.dtype = DType::f16;
+  apply_ds_config(json::parse(R"({
+      "train_batch_size": "auto", "train_micro_batch_size_per_gpu": "auto", "gradient_accumulation_steps": "auto",
+      "gradient_clipping": "auto",
+      "fp16": {"enabled": "auto"}, "bf16": {"enabled": "auto"},
+      "optimizer": {"type": "AdamW", "params": {"lr": "auto", "betas": "auto", "eps": "auto", "weight_decay": "auto"}},
+      "zero_optimization": {"stage": 3, "reduce_bucket_size": "auto", "stage3_prefetch_bucket_size": "auto",
+                            "stage3_param_persistence_threshold": "auto"}})"),
+                  "cfg.json", o, kNoFlags);
+  const TrainOptions d;
+  EXPECT_EQ(o.micro_batch, 2);
+  EXPECT_EQ(o.grad_accum, d.grad_accum);
+  EXPECT_EQ(o.train_batch_size, 0);  // not checked: the product, as Hugging Face computes it
+  EXPECT_FLOAT_EQ(o.adam.grad_clip, d.adam.grad_clip);
+  EXPECT_EQ(o.dtype, DType::f16);
+  EXPECT_FLOAT_EQ(o.lr.lr, d.lr.lr);
+  EXPECT_EQ(o.zero.reduce_bucket_size, 589'824u);         // 768^2
+  EXPECT_EQ(o.zero.prefetch_bucket_size, 530'841u);       // int(0.9 * 768^2)
+  EXPECT_EQ(o.zero.param_persistence_threshold, 7'680u);  // 10 * 768
+  const std::vector<std::string> want{
+      "config: train_micro_batch_size_per_gpu \"auto\" -> 2 (--micro-batch)",
+      "config: gradient_accumulation_steps \"auto\" -> 1 (--grad-accum)",
+      "config: train_batch_size \"auto\" -> 2 x 1 x the ranks (micro batch x gradient accumulation x ranks, "
+      "as "
+      "Hugging Face computes it)",
+      "config: gradient_clipping \"auto\" -> 1 (--grad-clip)",
+      "config: fp16.enabled \"auto\" -> true (--dtype fp16)",
+      "config: bf16.enabled \"auto\" -> false (--dtype fp16)",
+      "config: optimizer.params.lr \"auto\" -> 0.0003 (--lr)",
+      "config: optimizer.params.betas \"auto\" -> [0.9, 0.999] (--beta1, --beta2)",
+      "config: optimizer.params.eps \"auto\" -> 1e-08 (--eps)",
+      "config: optimizer.params.weight_decay \"auto\" -> 0.01 (--weight-decay)",
+      "config: zero_optimization.reduce_bucket_size \"auto\" -> 589824 (hidden_size^2 with hidden_size 768, "
+      "as "
+      "Hugging Face resolves it)",
+      "config: zero_optimization.stage3_prefetch_bucket_size \"auto\" -> 530841 (int(0.9 x hidden_size^2) "
+      "with "
+      "hidden_size 768, as Hugging Face resolves it)",
+      "config: zero_optimization.stage3_param_persistence_threshold \"auto\" -> 7680 (10 x hidden_size with "
+      "hidden_size 768, as Hugging Face resolves it)"};
+  EXPECT_EQ(o.config_lines, want);
+  // A flag typed on the command line still wins, and the line says so.
+  TrainOptions f;
+  f.zero.reduce_bucket_size = 1000;
+  apply_ds_config(json::parse(R"({"zero_optimization": {"reduce_bucket_size": "auto"}})"), "cfg.json", f,
+                  [](const std::string& flag) { return flag == "reduce-bucket-size"; });
+  EXPECT_EQ(f.zero.reduce_bucket_size, 1000u);
+  EXPECT_EQ(f.config_lines,
+            std::vector<std::string>{
+                "config: zero_optimization.reduce_bucket_size \"auto\" -> 1000 (--reduce-bucket-size)"});
+}
+
+// DeepSpeed's zero_optimization and offload sections drop "auto" and take the key's default; tierzero
+// reads such a key as left out.
+TEST(DsConfig, AutoInZeroOptimizationIsReadAsLeftOutAsDeepSpeedDoes) {
+  TrainOptions o;
+  apply_ds_config(json::parse(R"({"zero_optimization": {"stage": "auto", "allgather_bucket_size": "auto",
+      "stage3_max_reuse_distance": "auto", "zero_quantized_gradients": "auto",
+      "offload_optimizer": {"device": "auto", "pin_memory": "auto"}}})"),
+                  "cfg.json", o, [](const std::string& f) { return f == "zero-stage"; });
+  EXPECT_EQ(o.zero.stage, 0);
+  EXPECT_EQ(o.offload.optimizer, Tier::device);
+  const std::string why =
+      "as if left out: DeepSpeed reads \"auto\" in zero_optimization as the key's default";
+  const std::vector<std::string> want{
+      "config: zero_optimization.offload_optimizer.device \"auto\" -> none (as if left out: DeepSpeed reads "
+      "\"auto\" in zero_optimization.offload_optimizer as the key's default; tierzero keeps "
+      "--offload-optimizer's value)",
+      "config: zero_optimization.offload_optimizer.pin_memory \"auto\" -> false (as if left out: DeepSpeed "
+      "reads "
+      "\"auto\" in zero_optimization.offload_optimizer as the key's default; tierzero keeps --pin-memory's "
+      "value)",
+      "config: zero_optimization.allgather_bucket_size \"auto\" -> 500000000 (" + why +
+          "; tierzero keeps --allgather-bucket-size's value)",
+      "config: zero_optimization.stage \"auto\" -> 0 (" + why + "; tierzero keeps --zero-stage's value)",
+      "config: zero_optimization.stage3_max_reuse_distance \"auto\" -> DeepSpeed's default (" + why +
+          "; the key has no effect in tierzero)",
+      "config: zero_optimization.zero_quantized_gradients \"auto\" -> false (" + why +
+          ", which is what tierzero does)"};
+  EXPECT_EQ(o.config_lines, want);
 }
 
 TEST(DsConfig, SizesAcceptIntegralFloatsAsDeepSpeedWritesThem) {
@@ -439,8 +645,8 @@ TEST(DsConfig, SizesAcceptIntegralFloatsAsDeepSpeedWritesThem) {
   EXPECT_EQ(o.zero.param_persistence_threshold, 0u);
 }
 
-// Modelled on DeepSpeed's ZeRO-3 tutorial and config-json docs, with offload and the stage-3 keys
-// tierzero does not implement (sub_group_size, stage3_max_reuse_distance) left out.
+// Modelled on DeepSpeed's ZeRO-3 tutorial and config-json docs, without offload (the tutorial-shaped
+// files under ds_configs/ have it).
 TEST(DsConfig, ARealWorldZero3ConfigLoads) {
   testing::TestDir dir;
   std::string path = dir.file("ds_zero3.json");
@@ -485,6 +691,89 @@ TEST(DsConfig, ARealWorldZero3ConfigLoads) {
   EXPECT_EQ(o.zero.prefetch_bucket_size, 10'000'000u);
   EXPECT_EQ(o.zero.param_persistence_threshold, 100'000u);
   EXPECT_EQ(o.zero.max_live_parameters, 1'000'000'000u);
+}
+
+TEST(DsConfig, StepsPerPrintSetsTheProgressIntervalUnlessLogEveryIsGiven) {
+  TrainOptions o;
+  apply_ds_config(json{{"steps_per_print", 2000}}, "cfg.json", o, kNoFlags);
+  EXPECT_EQ(o.log_every, 2000);
+  TrainOptions f;
+  f.log_every = 5;  // --log-every 5
+  apply_ds_config(json{{"steps_per_print", 2000}}, "cfg.json", f,
+                  [](const std::string& flag) { return flag == "log-every"; });
+  EXPECT_EQ(f.log_every, 5);
+  std::string e = error_of(json{{"steps_per_print", 0}});
+  EXPECT_TRUE(has(e, "steps_per_print is 0; allowed: an integer >= 1")) << e;
+}
+
+TEST(DsConfig, DeprecatedCpuOffloadMeansTheOptimizerOnTheCpuAsInDeepSpeed) {
+  TrainOptions o;
+  apply_ds_config(
+      json{{"zero_optimization", {{"stage", 3}, {"cpu_offload", true}, {"cpu_offload_param", true}}}},
+      "cfg.json", o, kNoFlags);
+  EXPECT_EQ(o.offload.optimizer, Tier::host);
+  EXPECT_EQ(o.offload.param, Tier::host);
+  TrainOptions off;
+  apply_ds_config(json{{"zero_optimization", {{"cpu_offload", false}}}}, "cfg.json", off, kNoFlags);
+  EXPECT_EQ(off.offload.optimizer, Tier::device);
+  std::string e = error_of(json::parse(R"({"zero_optimization": {"cpu_offload": true,
+                                           "offload_optimizer": {"device": "cpu"}}})"));
+  EXPECT_TRUE(has(e, "gives both cpu_offload and offload_optimizer, which DeepSpeed refuses together")) << e;
+}
+
+TEST(DsConfig, AioInsideZeroOptimizationIsMisplacedAsDeepSpeedSays) {
+  std::string e =
+      error_of(json::parse(R"({"zero_optimization": {"stage": 3, "aio": {"block_size": 262144}}})"));
+  EXPECT_TRUE(has(e, "'zero_optimization.aio' is misplaced: DeepSpeed reads aio at the top level")) << e;
+}
+
+// The files the launch_ds_config_* tests train with, read here key by key.
+TEST(DsConfig, TheTutorialShapedConfigsLoadUnchanged) {
+  const char* src = std::getenv("TZ_SOURCE_DIR");
+  ASSERT_NE(src, nullptr) << "ctest sets TZ_SOURCE_DIR";
+  const std::string dir = std::string(src) + "/tests/launch/ds_configs/";
+  TrainOptions z2;
+  load_ds_config(dir + "hf_zero2_auto.json", z2, kNoFlags);
+  EXPECT_EQ(z2.zero.stage, 2);
+  EXPECT_EQ(z2.offload.optimizer, Tier::host);
+  EXPECT_EQ(z2.zero.reduce_bucket_size, 200'000'000u);
+  EXPECT_EQ(z2.lr.schedule, LrSchedule::warmup);
+  EXPECT_EQ(z2.log_every, 2000);
+  EXPECT_EQ(z2.train_batch_size, 0);
+
+  TrainOptions z3;
+  z3.model.n_embd = 64;  // --model tiny
+  load_ds_config(dir + "hf_zero3_cpu_offload.json", z3, kNoFlags);
+  EXPECT_EQ(z3.zero.stage, 3);
+  EXPECT_EQ(z3.offload.param, Tier::host);
+  EXPECT_EQ(z3.offload.sub_group_size, 100'000'000'000'000u);  // 1e14
+  EXPECT_EQ(z3.zero.reduce_bucket_size, 4096u);
+  EXPECT_EQ(z3.zero.prefetch_bucket_size, 3686u);
+  EXPECT_EQ(z3.zero.param_persistence_threshold, 640u);
+
+  TrainOptions nv;
+  load_ds_config(dir + "zero3_nvme_aio.json", nv, kNoFlags);
+  EXPECT_EQ(nv.offload.optimizer, Tier::nvme);
+  EXPECT_EQ(nv.offload.param, Tier::nvme);
+  EXPECT_EQ(nv.offload.nvme_paths, std::vector<std::string>{"/local_nvme"});
+  EXPECT_EQ(nv.offload.aio_block_size, 262144u);
+  EXPECT_EQ(nv.offload.aio_queue_depth, 32);
+  TrainOptions nv_flag;
+  nv_flag.offload.nvme_paths = {"/tmp/store"};  // --nvme-path replaces the file's paths
+  load_ds_config(dir + "zero3_nvme_aio.json", nv_flag, [](const std::string& f) { return f == "nvme-path"; });
+  EXPECT_EQ(nv_flag.offload.nvme_paths, std::vector<std::string>{"/tmp/store"});
+
+  TrainOptions z1;
+  load_ds_config(dir + "zero1_warmup_decay.json", z1, kNoFlags);
+  EXPECT_EQ(z1.zero.stage, 1);
+  EXPECT_EQ(z1.dtype, DType::bf16);
+  EXPECT_EQ(z1.train_batch_size, 16);
+  EXPECT_EQ(z1.lr.schedule, LrSchedule::warmup_decay);
+  EXPECT_EQ(z1.lr.warmup_type, WarmupType::linear);
+  EXPECT_EQ(z1.lr.warmup, 2);
+  EXPECT_EQ(z1.lr.total_num_steps, 4);
+  EXPECT_FLOAT_EQ(z1.lr.lr, 1e-3f);
+  EXPECT_FLOAT_EQ(z1.adam.beta1, 0.8f);
 }
 
 TEST(DsConfig, MissingFileFailsNamingThePath) {
