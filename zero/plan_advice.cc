@@ -31,6 +31,7 @@ bool fits(const PlanInputs& in, PlanChange* out) {
 Candidate sized(const std::string& flag, std::size_t now, std::vector<std::size_t> values, int cost,
                 std::function<void(PlanInputs&, std::size_t)> set) {
   std::erase_if(values, [&](std::size_t v) { return v >= now; });
+  if (values.empty()) return {cost, {}, nullptr, nullptr};  // nothing smaller to try: dropped below
   return {cost, values, [set](PlanInputs& x, std::size_t v) { return set(x, v), true; },
           [flag](std::size_t v) { return flag + " " + count_text(v); }};
 }
@@ -53,7 +54,8 @@ std::vector<Candidate> candidates(const PlanInputs& in) {
   for (int b = in.shape.B / 2; b >= 1; b /= 2)
     if (in.shape.B % b == 0) batches.push_back(std::size_t(b));
   const int B = in.shape.B;
-  c.push_back({1, batches, [](PlanInputs& x, std::size_t b) { return x.shape.B = int(b), true; },
+  if (!batches.empty())
+    c.push_back({1, batches, [](PlanInputs& x, std::size_t b) { return x.shape.B = int(b), true; },
                [B](std::size_t b) {
                  return "--micro-batch " + std::to_string(b) + " (with " + std::to_string(B / int(b)) +
                         "x --grad-accum: the same batch)";
@@ -92,6 +94,7 @@ std::vector<Candidate> candidates(const PlanInputs& in) {
   std::vector<std::size_t> worlds;
   for (int w = in.world * 2; w <= in.world * 16; w *= 2) worlds.push_back(std::size_t(w));
   std::reverse(worlds.begin(), worlds.end());  // tried from the largest: keep the smallest that fits
+  std::erase_if(c, [](const Candidate& x) { return !x.apply; });
   c.push_back({6, worlds, [](PlanInputs& x, std::size_t w) { return x.world = int(w), x.rank = 0, true; },
                [](std::size_t w) { return std::to_string(w) + " ranks (the same budgets per rank)"; }});
   return c;

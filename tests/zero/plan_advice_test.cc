@@ -81,6 +81,18 @@ TEST(PlanAdvice, TrainsRefusalCarriesTheAdvice) {
   }
 }
 
+// A micro-batch of 1 and buckets already at the smallest size tried leave nothing smaller: those kinds
+// of change are not offered (and nothing divides by a micro-batch of 0).
+TEST(PlanAdvice, SizesWithNothingSmallerToTryAreNotOffered) {
+  PlanInputs in = gpt2_medium_offload(2, 2, std::size_t(3) << 29);
+  in.shape.B = 1;
+  in.zero.reduce_bucket_size = 1'000'000;
+  for (const PlanChange& c : advise(in)) {
+    EXPECT_EQ(c.flags.find("--micro-batch"), std::string::npos) << c.flags;
+    EXPECT_EQ(c.flags.find("--reduce-bucket-size"), std::string::npos) << c.flags;
+  }
+}
+
 TEST(PlanAdvice, NothingToTryNamesTheBudgetToRaise) {
   PlanInputs in = gpt2_medium_offload(3, 1, std::size_t(1) << 20);  // 1 MiB: nothing fits
   const std::string text = advice_text(plan_memory(in));
