@@ -1,0 +1,14 @@
+# Sourced by the launch tests: rank_pid JOB RANK prints the pid of the tierzero process of that rank
+# among the descendants of JOB (the test's own mpirun), so that tests running beside other jobs on the
+# machine never signal a process that is not theirs. Prints nothing when there is none (yet).
+rank_pid() {
+  local job=$1 rank=$2 p q
+  for p in $(pgrep -x tierzero); do
+    tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | grep -qx "OMPI_COMM_WORLD_RANK=$rank" || continue
+    q=$p
+    while [ -n "$q" ] && [ "$q" -gt 1 ]; do
+      if [ "$q" = "$job" ]; then echo "$p"; return 0; fi
+      q=$(awk '{print $4}' "/proc/$q/stat" 2>/dev/null)
+    done
+  done
+}
