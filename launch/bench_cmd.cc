@@ -1,17 +1,21 @@
 // `tierzero bench <name>`: benchmarks; each prints a table, or one JSON object with --json.
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <sstream>
 
 #include <boost/program_options.hpp>
 
 #include "comm/mpi_comm.h"
+#include "comm/world.h"
+#include "model/file_io.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "launch/commands.h"
 #include "launch/model_options.h"
 #include "launch/parse_args.h"
 #include "perf/adam_bench.h"
+#include "perf/calibrate.h"
 #include "perf/comm_bench.h"
 #include "perf/io_bench.h"
 #include "perf/offload_bench.h"
@@ -219,6 +223,43 @@ int bench_io(const std::vector<std::string>& args) {
 
 }  // namespace
 
+int bench_calibrate(const std::vector<std::string>& args) {
+  CalibrateOptions o;
+  ModelFlags mf;
+  mf.preset = "gpt2";
+  std::string out = local_hardware_path(), nvme_bytes = "1G";
+  po::options_description desc(
+      "tierzero bench calibrate: measure this machine's rates for `tierzero plan --hardware local` (compute "
+      "of a training step per dtype, CPU Adam, host copies, NVMe with --nvme-path, collectives under mpirun)\n\nflags");
+  add_model_flags(desc, mf);
+  desc.add_options()("help,h", "print this help")(
+      "micro-batch", po::value(&o.micro_batch)->default_value(o.micro_batch), "sequences per step")(
+      "nvme-path", po::value(&o.nvme_path)->default_value(""), "measure the NVMe store in this folder")(
+      "nvme-bytes", po::value(&nvme_bytes)->default_value(nvme_bytes), "bytes written then read there")(
+      "out", po::value(&out)->default_value(out), "the hardware file to write (rank 0)");
+  po::variables_map vm;
+  if (!parse_args(args, desc, vm, "bench calibrate")) return 0;
+  o.model = resolve_model(mf);
+  o.model_name = resolve_model_name(mf);
+  o.seq_len = mf.seq_len;
+  o.nvme_bytes = parse_bytes(nvme_bytes);
+  const WorldInfo w = discover_world();
+  std::unique_ptr<Communicator> comm = w.source == "single" ? nullptr : make_mpi_world();
+  const Hardware h = calibrate(o, comm.get(), false);
+  if (!comm || comm->rank() == 0) {
+    std::filesystem::create_directories(std::filesystem::path(out).parent_path().empty()
+                                            ? std::filesystem::path(".")
+                                            : std::filesystem::path(out).parent_path());
+    const std::string text = h.to_json().dump(1) + "\n";
+    AtomicOutputFile f(out, "hardware file");
+    f.write(text.data(), text.size());
+    f.commit();
+    std::printf("wrote %s%s\n", out.c_str(),
+                comm ? "" : " (one process: no collective rates; run under mpirun -np 2 to measure them)");
+  }
+  return 0;
+}
+
 int bench_command(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::printf("usage: tierzero bench <name> [flags]\n\nbenchmarks:\n  step   one training step: ms, tokens/s, "
@@ -231,6 +272,7 @@ int bench_command(const std::vector<std::string>& args) {
   }
   std::vector<std::string> rest(args.begin() + 1, args.end());
   if (args[0] == "step") return bench_step(rest);
+  if (args[0] == "calibrate") return bench_calibrate(rest);
   if (args[0] == "comm") return bench_comm(rest);
   if (args[0] == "adam") return bench_adam(rest);
   if (args[0] == "io") return bench_io(rest);

@@ -3,6 +3,7 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -12,6 +13,8 @@
 #include "launch/train_flags.h"
 #include "train/trainer.h"
 #include "zero/plan_advice.h"
+#include "zero/step_time.h"
+#include "launch/hardware_file.h"
 
 namespace po = boost::program_options;
 
@@ -19,7 +22,8 @@ namespace tz {
 
 int plan_command(const std::vector<std::string>& args) {
   TrainFlags f;
-  int world = 1, rank = -1;
+  int world = 1, rank = -1, ranks_per_node = 0;
+  std::string hardware;
   po::options_description desc(
       "tierzero plan: print the memory plan of a training run (every buffer each rank would allocate, by "
       "state "
@@ -28,7 +32,12 @@ int plan_command(const std::vector<std::string>& args) {
   desc.add_options()("world", po::value(&world)->default_value(world),
                      "number of ranks the job would run on")(
       "rank", po::value(&rank)->default_value(rank),
-      "print only this rank's plan (-1: every distinct plan among ranks 0-63 and the last)");
+      "print only this rank's plan (-1: every distinct plan among ranks 0-63 and the last)")(
+      "hardware", po::value(&hardware)->default_value(""),
+      "predict the step time on: a preset (h100-80g, h200-141g, gh200, a100-40g, v100-32g, cpu-node), local "
+      "(this machine's `tierzero bench calibrate`), or a hardware JSON file")(
+      "ranks-per-node", po::value(&ranks_per_node)->default_value(0),
+      "ranks on each node (0: the hardware's devices per node; CPU hardware: its calibration's)");
   add_train_flags(desc, f);
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "plan")) return 0;
@@ -42,6 +51,12 @@ int plan_command(const std::vector<std::string>& args) {
   if (rank >= 0) ranks = {rank};
   for (int r = 0; rank < 0 && r < std::min(world, 64); ++r) ranks.push_back(r);
   if (rank < 0 && world > 64) ranks.push_back(world - 1);
+  std::optional<Hardware> hw;
+  if (!hardware.empty()) {
+    hw = load_hardware(hardware);
+    TZ_CHECK(ranks_per_node >= 0, "--ranks-per-node must be >= 0, got ", ranks_per_node);
+    if (ranks_per_node > 0) hw->ranks_per_node = ranks_per_node;
+  }
   bool fits = true;
   std::set<std::string> printed;
   std::string advice;
@@ -49,12 +64,15 @@ int plan_command(const std::vector<std::string>& args) {
     const MemoryPlan plan = plan_memory(plan_inputs(f.o, world, r));
     std::string table = plan.table();
     // Ranks own shards of the same sizes: print a rank's plan only when no rank's before was the same.
-    if (printed.insert(table.substr(table.find('\n'))).second) std::printf("%s\n", table.c_str());
+    const bool first = printed.insert(table.substr(table.find('\n'))).second;
+    if (first) std::printf("%s\n", table.c_str());
     const std::string problem = plan.fit_problem();
+    if (hw && first && problem.empty())
+      std::printf("%s\n", prediction_table(predict_step(plan, *hw, f.o.grad_accum)).c_str());
     if (problem.empty()) continue;
     fits = false;
     std::printf("rank %d does not fit: %s\n", r, problem.c_str());
-    if (advice.empty()) advice = advice_text(plan);  // the first rank that does not fit
+    if (advice.empty()) advice = advice_text(plan, hw ? &*hw : nullptr, f.o.grad_accum);  // the first that does not fit
   }
   if (!advice.empty()) std::printf("%s\n", advice.c_str());
   std::printf("%s\n", fits ? "the plan fits every budget" : "the plan does not fit (see above)");

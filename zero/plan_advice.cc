@@ -2,10 +2,12 @@
 #include "zero/plan_advice.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <functional>
 #include <optional>
 
 #include "core/error.h"
+#include "zero/step_time.h"
 
 namespace tz {
 namespace {
@@ -109,7 +111,7 @@ std::optional<PlanChange> try_candidate(const Candidate& c, const PlanInputs& ba
   for (std::size_t v : values) {
     PlanInputs x = base;
     if (!c.apply(x, v)) return best;
-    PlanChange pc{prefix + c.label(v), c.cost, {}};
+    PlanChange pc{prefix + c.label(v), c.cost, {}, 0, x};
     if (!fits(x, &pc)) {
       if (!more_ranks && best) return best;  // sizes only get smaller from here: the last fit was the largest
       continue;
@@ -131,7 +133,7 @@ std::string count_text(std::size_t n) {
   return std::to_string(m) + "e" + std::to_string(e);
 }
 
-std::vector<PlanChange> advise(const PlanInputs& in, std::size_t limit) {
+std::vector<PlanChange> advise(const PlanInputs& in, std::size_t limit, const Hardware* hw, int grad_accum) {
   const std::vector<Candidate> cs = candidates(in);
   std::vector<PlanChange> out;
   for (const Candidate& c : cs)
@@ -152,22 +154,38 @@ std::vector<PlanChange> advise(const PlanInputs& in, std::size_t limit) {
       }
   std::stable_sort(out.begin(), out.end(), [](const PlanChange& a, const PlanChange& b) { return a.cost < b.cost; });
   if (out.size() > limit) out.resize(limit);
+  if (hw)
+    for (PlanChange& c : out) {
+      // A smaller micro-batch keeps the batch with more accumulation.
+      const int accum = grad_accum * std::max(1, in.shape.B / std::max(1, c.inputs.shape.B));
+      try {
+        c.step_s = predict_step(plan_memory(c.inputs), *hw, accum).step_s;
+      } catch (const Error&) {
+        c.step_s = 0;  // a rate the hardware lacks (NVMe, collectives): no prediction
+      }
+    }
   return out;
 }
 
-std::string advice_text(const MemoryPlan& plan) {
-  const std::vector<PlanChange> changes = advise(plan.in);
+std::string advice_text(const MemoryPlan& plan, const Hardware* hw, int grad_accum) {
+  const std::vector<PlanChange> changes = advise(plan.in, 6, hw, grad_accum);
   std::string s;
   if (changes.empty()) {
     s = "no single change or pair of changes tried makes it fit (smaller buckets or micro-batch, activation "
         "checkpointing, a higher stage, offloading, up to 16x the ranks): raise the budget of the tier named above";
     return s;
   }
-  s = "smallest changes that fit (each re-planned; per rank: device / host / nvme):";
+  s = std::string("smallest changes that fit (each re-planned; per rank: device / host / nvme") +
+      (hw ? "; predicted step on " + hw->name : "") + "):";
   for (const PlanChange& c : changes) {
     std::string line = "\n  " + c.flags;
     if (line.size() < 56) line.append(56 - line.size(), ' ');
     line += " " + format_bytes(c.total[0]) + " / " + format_bytes(c.total[1]) + " / " + format_bytes(c.total[2]);
+    if (hw) {
+      char t[48];
+      std::snprintf(t, sizeof t, c.step_s > 0 ? "; %.1f ms" : "; (no rate)", c.step_s * 1e3);
+      line += t;
+    }
     s += line;
   }
   return s;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "zero/hardware.h"
 #include "zero/memory_plan.h"
 
 namespace tz {
@@ -15,14 +16,18 @@ struct PlanChange {
   std::string flags;  // what to give on the command line, e.g. "--reduce-bucket-size 5e7"
   int cost = 0;       // rank of the change's price: 0 none (sizes), higher costs time or ranks
   std::size_t total[3] = {0, 0, 0};  // the changed plan's bytes per tier on this rank
+  double step_s = 0;                 // its predicted step time, when advise() was given hardware
+  PlanInputs inputs;                 // the changed settings
 };
 
 // Changes that make `in` fit, cheapest first (at most `limit`); pairs of changes when no single one
 // does. Empty when nothing tried fits.
-std::vector<PlanChange> advise(const PlanInputs& in, std::size_t limit = 6);
+// With `hw`, each change also gets its predicted step time (zero/step_time.h).
+std::vector<PlanChange> advise(const PlanInputs& in, std::size_t limit = 6, const Hardware* hw = nullptr,
+                               int grad_accum = 1);
 
 // "smallest changes that fit ..." lines for a plan that does not fit, or what to raise.
-std::string advice_text(const MemoryPlan& plan);
+std::string advice_text(const MemoryPlan& plan, const Hardware* hw = nullptr, int grad_accum = 1);
 
 // Throws the plan's fit problem with the advice appended (what train and plan print when refusing).
 void check_fits_with_advice(const MemoryPlan& plan);

@@ -1,0 +1,33 @@
+// load_hardware: presets by name; files (bounded reads) for `local` and paths.
+#include "launch/hardware_file.h"
+
+#include <filesystem>
+
+#include "core/error.h"
+#include "model/file_io.h"
+#include "perf/calibrate.h"
+
+namespace tz {
+
+Hardware load_hardware(const std::string& what) {
+  for (const auto& n : hardware_preset_names())
+    if (what == n) return hardware_preset(n);
+  const bool local = what == "local";
+  const std::string path = local ? local_hardware_path() : what;
+  if (local && !std::filesystem::exists(path))
+    TZ_FAIL("--hardware local: no calibration at ", path, "; run `tierzero bench calibrate` (under mpirun -np N ",
+            "for N ranks per node) first, or name a preset");
+  InputFile f(path, "hardware file");
+  TZ_CHECK(f.size() <= (1 << 20), "hardware file '", path, "' is larger than 1 MiB");
+  std::string text(f.size(), '\0');
+  f.read_at(text.data(), text.size(), 0);
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    TZ_FAIL("hardware file '", path, "' is not valid JSON: ", e.what());
+  }
+  return Hardware::from_json(j, path);
+}
+
+}  // namespace tz

@@ -1,0 +1,120 @@
+// Calibration: each rate from the benchmark that measures the training code path, gathered into a
+// Hardware description.
+#include "perf/calibrate.h"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include "comm/mpi_comm.h"
+#include "core/device.h"
+#include "core/error.h"
+#include "perf/adam_bench.h"
+#include "perf/comm_bench.h"
+#include "perf/io_bench.h"
+#include "perf/step_bench.h"
+#include "perf/timing.h"
+#include "zero/step_time.h"
+
+namespace tz {
+namespace {
+
+// GB/s of a 256 MiB copy from the host tier (pinned) to device memory, the way staging moves bytes.
+double copy_gbs() {
+  auto dev = make_cpu_device();
+  auto s = dev->create_stream();
+  const std::size_t n = std::size_t(64) << 20;  // floats
+  Buffer<float> a(dev->allocator(MemoryKind::pinned_host), n, "calibrate copy source"), b(*dev, n, "calibrate copy");
+  dev->backend().memset_async(*s, a.data(), 0, a.bytes());
+  std::vector<double> t;
+  for (int i = 0; i < 6; ++i) {
+    const auto t0 = bench::Clock::now();
+    dev->backend().copy_async(*s, b.data(), a.data(), a.bytes());
+    s->synchronize();
+    if (i) t.push_back(std::chrono::duration<double>(bench::Clock::now() - t0).count());
+  }
+  return double(a.bytes()) / bench::median(t) / 1e9;
+}
+
+}  // namespace
+
+std::string local_hardware_path() {
+  if (const char* p = std::getenv("TIERZERO_HARDWARE"); p && *p) return p;
+  if (const char* x = std::getenv("XDG_CONFIG_HOME"); x && *x) return std::string(x) + "/tierzero/hardware.json";
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : ".") + "/.config/tierzero/hardware.json";
+}
+
+Hardware calibrate(const CalibrateOptions& opt, Communicator* comm, bool quiet) {
+  const int ranks = comm ? comm->size() : 1;
+  const bool lead = !comm || comm->rank() == 0;
+  Hardware h;
+  h.name = "local";
+  h.cpu = true;
+  h.ranks_per_node = ranks;
+  char host[256] = "?";
+  ::gethostname(host, sizeof host - 1);
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  h.device_bytes = h.host_bytes = std::size_t(pages) * std::size_t(page) / std::size_t(ranks);
+  h.host_bytes *= std::size_t(ranks);
+
+  // Compute: forward + backward of a training step (the optimizer is its own term), every rank at once.
+  StepBenchOptions so;
+  so.model = opt.model;
+  so.model_name = opt.model_name;
+  so.micro_batch = opt.micro_batch;
+  so.seq_len = opt.seq_len;
+  so.dtypes = {DType::f32, DType::bf16, DType::f16};
+  so.steps = 3;
+  const nlohmann::json step = run_step_bench(so, true);
+  const double flops = model_flops(opt.model, opt.micro_batch, opt.seq_len);
+  const char* names[3] = {"fp32", "bf16", "fp16"};
+  for (int i = 0; i < 3; ++i) {
+    const nlohmann::json& r = step[names[i]];
+    const double s = (r["ms_forward"].get<double>() + r["ms_backward"].get<double>()) / 1e3;
+    h.step_tflops[i] = flops / s / 1e12 * ranks;  // the node's: each rank got this while all ran
+    h.peak_tflops[i] =
+        std::max(r["matmul_gflops_2048"].get<double>(), r["matmul_gflops_mlp_shape"].get<double>()) / 1e3 * ranks;
+  }
+  // The CPU Adam on the host tier, as offloaded groups are updated (the fp32-working row).
+  AdamBenchOptions ao;
+  ao.model = opt.model;
+  ao.model_name = opt.model_name;
+  ao.working = {DType::f32};
+  ao.reps = 3;
+  const nlohmann::json adam = run_adam_bench(ao, true);
+  h.cpu_adam_gbs = adam["rows"][0]["gb_per_s"].get<double>() * ranks;
+  h.device_gbs = h.cpu_adam_gbs;  // on a CPU the device AdamW is the same CPU Adam
+  h.link_gbs = copy_gbs();
+  if (!opt.nvme_path.empty() && lead) {
+    IoBenchOptions io;
+    io.path = opt.nvme_path;
+    io.size = opt.nvme_bytes;
+    io.buffer_bytes = std::min<std::uint64_t>(io.buffer_bytes, opt.nvme_bytes);
+    const nlohmann::json r = run_io_bench(io, true);
+    h.nvme_read_gbs = r["read_gbps"].get<double>();
+    h.nvme_write_gbs = r["write_gbps"].get<double>();
+  }
+  if (comm && ranks > 1) {
+    CommBenchOptions co;
+    co.collectives = {Collective::all_reduce};
+    co.min_bytes = 4096;
+    co.max_bytes = std::size_t(64) << 20;
+    co.iters = 10;
+    const nlohmann::json r = run_comm_bench(dynamic_cast<MpiCommunicator&>(*comm), co, true);
+    const auto& rows = r["rows"];
+    h.latency_us = rows.front()["time_us"].get<double>();
+    h.intra_gbs = rows.back()["busbw_gbs"].get<double>();
+    h.inter_gbs = h.intra_gbs;  // one node measured: between nodes is unknown (edit the file)
+  }
+  h.source = "tierzero bench calibrate on " + std::string(host) + " (" + std::to_string(ranks) + " rank" +
+             (ranks == 1 ? "" : "s") + ", " + opt.model_name + " micro-batch " + std::to_string(opt.micro_batch) +
+             " x seq " + std::to_string(opt.seq_len) + ")";
+  if (!quiet && lead) std::printf("%s\n", h.to_json().dump(1).c_str());
+  return h;
+}
+
+}  // namespace tz

@@ -1,0 +1,136 @@
+// Tests zero/step_time.h and zero/hardware.h: the model's terms follow the plan (which collectives a
+// stage runs, what offload moves), with exact arithmetic on a hand-made machine, and hardware files
+// round-trip and are validated.
+#include "zero/step_time.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace tz {
+namespace {
+
+// Round numbers so the terms can be computed by hand.
+Hardware simple() {
+  Hardware h;
+  h.name = "simple";
+  h.ranks_per_node = 4;
+  h.step_tflops[0] = h.step_tflops[1] = h.step_tflops[2] = 1;  // 1e12 model FLOP/s per device
+  h.peak_tflops[0] = h.peak_tflops[1] = h.peak_tflops[2] = 2;
+  h.device_gbs = 100, h.cpu_adam_gbs = 40, h.link_gbs = 10;
+  h.nvme_read_gbs = 4, h.nvme_write_gbs = 2;
+  h.intra_gbs = 20, h.inter_gbs = 5, h.latency_us = 0;
+  return h;
+}
+
+PlanInputs tiny(int stage, int world) {
+  PlanInputs in;
+  in.model = gpt_preset("tiny");
+  in.shape = GptShape{4, 64};
+  in.zero.stage = stage;
+  in.zero.param_persistence_threshold = 0;
+  in.world = world;
+  return in;
+}
+
+const StepTerm& term(const StepPrediction& p, const std::string& what) {
+  for (const auto& t : p.terms)
+    if (t.what == what) return t;
+  throw std::runtime_error("no term " + what);
+}
+
+TEST(StepTime, ComputeIsTheModelFlopsOverTheRateAndCheckpointingAddsAForward) {
+  PlanInputs in = tiny(0, 1);
+  const double flops = model_flops(in.model, 4, 64);
+  StepPrediction p = predict_step(plan_memory(in), simple(), 3);
+  EXPECT_DOUBLE_EQ(term(p, "compute").seconds, 3 * flops / 1e12);
+  EXPECT_DOUBLE_EQ(term(p, "communication").seconds, 0.0) << "one rank: nothing to reduce";
+  in.checkpointing = ActivationCheckpointing::per_block;
+  p = predict_step(plan_memory(in), simple(), 3);
+  EXPECT_DOUBLE_EQ(term(p, "compute").seconds, 3 * flops * 4 / 3 / 1e12);
+  EXPECT_NEAR(p.mfu * 2e12 * p.step_s, 3 * flops * 4 / 3 / (4.0 / 3), 1e-3 * flops);
+}
+
+// Stage 0 all-reduces the whole padded gradient once per step: 2 (n-1)/n of its bytes on the bus.
+TEST(StepTime, StageZeroAllReducesTheGradientOncePerStep) {
+  const MemoryPlan plan = plan_memory(tiny(0, 4));
+  const StepPrediction p = predict_step(plan, simple(), 2);
+  double elems = 0;
+  for (int l = 0; l < plan.buckets.launches(); ++l) elems += double(plan.buckets.stride[l]);
+  EXPECT_NEAR(term(p, "communication").seconds, 2.0 * 3 / 4 * elems * 4 / 20e9, 1e-12);
+}
+
+// Stage 2 reduce-scatters every micro-step; stage 3 also gathers every sharded group twice per
+// micro-step. So communication grows with accumulation at stages 2-3 and not at 1.
+TEST(StepTime, ShardedGradientsReduceEveryMicroStepAndStageThreeGathersTwice) {
+  const Hardware h = simple();
+  auto comm = [&](int stage, int accum) {
+    return term(predict_step(plan_memory(tiny(stage, 4)), h, accum), "communication").seconds;
+  };
+  const MemoryPlan p1 = plan_memory(tiny(1, 4));
+  double regather = 0;
+  for (int g = 0; g < p1.map.groups(); ++g) regather += 3.0 / 4 * double(p1.map.group(g).padded) * 4 / 20e9;
+  EXPECT_NEAR(comm(1, 4) - comm(1, 1), 0.0, 1e-15);
+  EXPECT_NEAR(comm(2, 4), comm(2, 1) + 3 * (comm(2, 1) - regather), 1e-12);
+  const MemoryPlan p3 = plan_memory(tiny(3, 4));
+  double gathers = 0;
+  for (int g = 0; g < p3.map.groups(); ++g) gathers += 2 * 3.0 / 4 * double(p3.map.group(g).padded) * 4 / 20e9;
+  EXPECT_NEAR(comm(3, 1) - (comm(2, 1) - regather), gathers, 1e-12);
+}
+
+TEST(StepTime, BeyondOneNodeTheSlowerNetworkSetsTheBusRate) {
+  const Hardware h = simple();  // 4 ranks per node
+  auto allreduce_elems = [](const MemoryPlan& p) {
+    double e = 0;
+    for (int l = 0; l < p.buckets.launches(); ++l) e += double(p.buckets.stride[l]);
+    return e;
+  };
+  const MemoryPlan four = plan_memory(tiny(0, 4)), eight = plan_memory(tiny(0, 8));
+  EXPECT_EQ(predict_step(four, h, 1).nodes, 1);
+  EXPECT_EQ(predict_step(eight, h, 1).nodes, 2);
+  // 2 (n-1)/n of the bytes, at the NVLink-like 20 GB/s in one node and the network's 5 GB/s across two.
+  EXPECT_NEAR(term(predict_step(four, h, 1), "communication").seconds, 2 * 3.0 / 4 * allreduce_elems(four) * 4 / 20e9, 1e-12);
+  EXPECT_NEAR(term(predict_step(eight, h, 1), "communication").seconds, 2 * 7.0 / 8 * allreduce_elems(eight) * 4 / 5e9, 1e-12);
+}
+
+TEST(StepTime, OffloadAddsTheCpuAdamTheLinkAndNvmeTraffic) {
+  Hardware h = simple();
+  PlanInputs in = tiny(2, 4);
+  in.offload.optimizer = Tier::host;
+  const MemoryPlan plan = plan_memory(in);
+  const StepPrediction p = predict_step(plan, h, 1);
+  double opt = 0;
+  for (const auto& g : plan.placement.groups) opt += double(g.opt_range.count);
+  EXPECT_NEAR(term(p, "optimizer").seconds, opt * (28 + 4) / (40e9 / 4), 1e-12);  // the node's rate over 4 ranks
+  EXPECT_GT(term(p, "host <-> device").seconds, 0);
+  in.offload.optimizer = Tier::nvme;
+  in.offload.nvme_paths = {"/nowhere"};
+  const StepPrediction q = predict_step(plan_memory(in), h, 1);
+  const double io = opt * 12 / (4e9 / 4) + opt * 12 / (2e9 / 4);
+  EXPECT_NEAR(term(q, "optimizer").seconds, std::max(io, opt * 32 / (40e9 / 4)), 1e-12);
+  h.nvme_read_gbs = 0;
+  EXPECT_THROW(predict_step(plan_memory(in), h, 1), Error) << "no NVMe rate: no prediction";
+}
+
+TEST(StepTime, HardwarePresetsAndFilesRoundTripAndBadFilesAreRefused) {
+  for (const auto& n : hardware_preset_names()) {
+    const Hardware h = hardware_preset(n);
+    EXPECT_FALSE(h.source.empty()) << n;
+    const Hardware r = Hardware::from_json(h.to_json(), "test");
+    EXPECT_EQ(r.to_json(), h.to_json()) << n;
+  }
+  EXPECT_THROW(hardware_preset("tpu-v5"), Error);
+  nlohmann::json j = hardware_preset("h100-80g").to_json();
+  j["link_gbs"] = -1;
+  EXPECT_THROW(Hardware::from_json(j, "test"), Error);
+  j.erase("link_gbs");
+  EXPECT_THROW(Hardware::from_json(j, "test"), Error);
+  PlanInputs in = tiny(0, 1);
+  in.dtype = DType::bf16;
+  EXPECT_THROW(predict_step(plan_memory(in), hardware_preset("v100-32g"), 1), Error) << "no bf16 on a V100";
+}
+
+}  // namespace
+}  // namespace tz

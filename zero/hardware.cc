@@ -1,0 +1,193 @@
+// Hardware presets: datasheet figures, and the assumptions a training step needs on top of them
+// (the efficiency of a tuned step, achievable bus bandwidths), each stated in `source`.
+#include "zero/hardware.h"
+
+#include <cmath>
+
+#include "core/error.h"
+
+namespace tz {
+namespace {
+
+constexpr std::size_t GiB = std::size_t(1) << 30;
+
+int dtype_index(DType dt) { return dt == DType::f32 ? 0 : dt == DType::bf16 ? 1 : 2; }
+
+// A DGX-like node of 8 GPUs: NVLink inside, one 400 Gb/s NIC per GPU between nodes (the network
+// assumption), 2 sockets of DDR5.
+Hardware gpu_node(std::string name, std::size_t mem, double bf16_peak, double fp32_peak, double hbm_gbs) {
+  Hardware h;
+  h.name = std::move(name);
+  h.ranks_per_node = 8;
+  h.device_bytes = mem;
+  h.host_bytes = 2048 * GiB;
+  h.nvme_bytes = 30'000 * GiB;
+  h.peak_tflops[0] = fp32_peak, h.peak_tflops[1] = bf16_peak, h.peak_tflops[2] = bf16_peak;
+  // Model-FLOP utilisation of a tuned GPT step: 45% of the bf16/fp16 tensor-core peak (Megatron-LM and
+  // llm.c report 40-55% on A100/H100 at these sizes); fp32 without TF32 runs on the CUDA cores at ~60%.
+  h.step_tflops[0] = 0.6 * fp32_peak, h.step_tflops[1] = 0.45 * bf16_peak, h.step_tflops[2] = 0.45 * bf16_peak;
+  h.device_gbs = 0.8 * hbm_gbs;
+  h.cpu_adam_gbs = 300;  // ~half of 2 sockets x 8 channels of DDR5-4800 (614 GB/s): the CPU Adam's stream
+  h.link_gbs = 50;       // PCIe Gen5 x16: 64 GB/s per direction, ~50 achieved
+  h.nvme_read_gbs = 25, h.nvme_write_gbs = 12;  // 8 U.2 Gen4 drives striped, conservative
+  h.intra_gbs = 360;     // NVLink 4 (450 GB/s per direction): nccl-tests all-reduce bus bandwidth on 8 GPUs
+  h.inter_gbs = 45;      // 400 Gb/s = 50 GB/s per GPU, ~90% achieved
+  h.latency_us = 25;
+  return h;
+}
+
+}  // namespace
+
+double Hardware::step_rate(DType dt) const {
+  const double r = step_tflops[dtype_index(dt)];
+  TZ_CHECK(r > 0, "hardware '", name, "' has no ", dtype_name(dt), " rate (", dtype_name(dt),
+           " is not supported there); choose another --dtype");
+  return r;
+}
+
+std::vector<std::string> hardware_preset_names() {
+  return {"h100-80g", "h200-141g", "gh200", "a100-40g", "v100-32g", "cpu-node"};
+}
+
+Hardware hardware_preset(const std::string& name) {
+  if (name == "h100-80g") {
+    Hardware h = gpu_node(name, 80 * GiB, 989, 67, 3350);
+    h.source = "NVIDIA H100 SXM5 datasheet (989 TFLOP/s bf16 dense, 67 fp32, 3.35 TB/s HBM3, NVLink 900 GB/s, "
+               "PCIe Gen5) in a DGX H100 node (8 GPUs, 8x 400 Gb/s, 2 TB DDR5, 8x 3.84 TB NVMe)";
+    return h;
+  }
+  if (name == "h200-141g") {
+    Hardware h = gpu_node(name, 141 * GiB, 989, 67, 4800);
+    h.source = "NVIDIA H200 SXM datasheet (989 TFLOP/s bf16 dense, 67 fp32, 4.8 TB/s HBM3e, NVLink 900 GB/s) in a "
+               "DGX H200 node (8 GPUs, 8x 400 Gb/s, 2 TB DDR5, 8x 3.84 TB NVMe)";
+    return h;
+  }
+  if (name == "gh200") {
+    Hardware h = gpu_node(name, 96 * GiB, 989, 67, 4000);
+    h.ranks_per_node = 1;
+    h.host_bytes = 480 * GiB;
+    h.cpu_adam_gbs = 250;  // LPDDR5X up to 512 GB/s, 72 Grace cores
+    h.link_gbs = 400;      // NVLink-C2C 900 GB/s total, 450 per direction
+    h.nvme_bytes = 8'000 * GiB;
+    h.nvme_read_gbs = 12, h.nvme_write_gbs = 6;
+    h.intra_gbs = 45;  // one GPU per node: every collective crosses the network
+    h.source = "NVIDIA GH200 Grace Hopper Superchip datasheet (H100 compute, 96 GB HBM3 at 4 TB/s, 480 GB LPDDR5X "
+               "at up to 512 GB/s, NVLink-C2C 900 GB/s), one superchip per node, 400 Gb/s per node, 2 NVMe drives";
+    return h;
+  }
+  if (name == "a100-40g") {
+    Hardware h = gpu_node(name, 40 * GiB, 312, 19.5, 1555);
+    h.host_bytes = 1024 * GiB;
+    h.cpu_adam_gbs = 200;  // 2 sockets of DDR4-3200, 8 channels each (410 GB/s)
+    h.link_gbs = 25;       // PCIe Gen4 x16
+    h.nvme_bytes = 15'000 * GiB;
+    h.nvme_read_gbs = 20, h.nvme_write_gbs = 10;
+    h.intra_gbs = 230;  // NVLink 3 (300 GB/s per direction)
+    h.inter_gbs = 22;   // 200 Gb/s HDR per GPU
+    h.source = "NVIDIA A100 SXM4 40GB datasheet (312 TFLOP/s bf16 dense, 19.5 fp32, 1.555 TB/s HBM2, NVLink 600 "
+               "GB/s, PCIe Gen4) in a DGX A100 node (8 GPUs, 8x 200 Gb/s HDR, 1 TB DDR4, 4x 3.84 TB NVMe)";
+    return h;
+  }
+  if (name == "v100-32g") {
+    Hardware h = gpu_node(name, 32 * GiB, 125, 15.7, 900);
+    h.step_tflops[1] = 0;  // no bf16 on Volta
+    h.peak_tflops[1] = 0;
+    h.host_bytes = 512 * GiB;
+    h.cpu_adam_gbs = 100;  // 2 sockets of DDR4-2666, 6 channels each (256 GB/s)
+    h.link_gbs = 12;       // PCIe Gen3 x16
+    h.nvme_bytes = 8'000 * GiB;
+    h.nvme_read_gbs = 6, h.nvme_write_gbs = 3;
+    h.intra_gbs = 110;  // NVLink 2 hybrid cube mesh (DGX-1)
+    h.inter_gbs = 6;    // 4x 100 Gb/s EDR per 8 GPUs
+    h.source = "NVIDIA V100 SXM2 32GB datasheet (125 TFLOP/s fp16 tensor, 15.7 fp32, 900 GB/s HBM2, NVLink 300 "
+               "GB/s, PCIe Gen3; no bf16) in a DGX-1 node (8 GPUs, 4x 100 Gb/s EDR, 512 GB DDR4)";
+    return h;
+  }
+  if (name == "cpu-node") {
+    Hardware h;
+    h.name = name;
+    h.cpu = true;
+    h.ranks_per_node = 2;  // one rank per socket
+    h.device_bytes = 256 * GiB;
+    h.host_bytes = 512 * GiB;
+    h.nvme_bytes = 4'000 * GiB;
+    // 2x 56-core Xeon 8480+ (2.0 GHz): AVX-512 fp32 peak 7.2 TFLOP/s and AMX bf16 ~115 per socket; a
+    // training step reaches ~25% of fp32 and ~15% of AMX on oneDNN (assumed, not measured: no AMX here).
+    h.peak_tflops[0] = 7.2, h.peak_tflops[1] = 115, h.peak_tflops[2] = 7.2;
+    h.step_tflops[0] = 1.8, h.step_tflops[1] = 17, h.step_tflops[2] = 1.8;
+    h.device_gbs = 150;  // per socket: 8 channels DDR5-4800 = 307 GB/s, ~half for a stream
+    h.cpu_adam_gbs = 300;
+    h.link_gbs = 100;    // the "host tier" is the same memory: a memcpy
+    h.nvme_read_gbs = 12, h.nvme_write_gbs = 6;
+    h.intra_gbs = 20;    // MPI shared memory between sockets
+    h.inter_gbs = 12;    // 200 Gb/s per node shared by 2 ranks: 25 GB/s / 2
+    h.latency_us = 10;
+    h.source = "Intel Xeon Platinum 8480+ specifications (56 cores, 2.0 GHz, AVX-512 and AMX, 8 channels DDR5-4800) "
+               "x2 per node, 200 Gb/s network; step efficiencies assumed";
+    return h;
+  }
+  std::string names;
+  for (const auto& n : hardware_preset_names()) names += (names.empty() ? "" : ", ") + n;
+  TZ_FAIL("unknown hardware '", name, "': use a preset (", names,
+          "), local (this machine's `tierzero bench calibrate` results), or a JSON file");
+}
+
+nlohmann::json Hardware::to_json() const {
+  return {{"name", name},
+          {"source", source},
+          {"cpu", cpu},
+          {"ranks_per_node", ranks_per_node},
+          {"device_bytes", device_bytes},
+          {"host_bytes", host_bytes},
+          {"nvme_bytes", nvme_bytes},
+          {"step_tflops", {{"fp32", step_tflops[0]}, {"bf16", step_tflops[1]}, {"fp16", step_tflops[2]}}},
+          {"peak_tflops", {{"fp32", peak_tflops[0]}, {"bf16", peak_tflops[1]}, {"fp16", peak_tflops[2]}}},
+          {"device_gbs", device_gbs},
+          {"cpu_adam_gbs", cpu_adam_gbs},
+          {"link_gbs", link_gbs},
+          {"nvme_read_gbs", nvme_read_gbs},
+          {"nvme_write_gbs", nvme_write_gbs},
+          {"intra_gbs", intra_gbs},
+          {"inter_gbs", inter_gbs},
+          {"latency_us", latency_us}};
+}
+
+Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
+  Hardware h;
+  auto num = [&](const char* key, double lo) {
+    TZ_CHECK(j.contains(key) && j[key].is_number(), src, ": hardware field '", key, "' is missing or not a number");
+    const double v = j[key].get<double>();
+    TZ_CHECK(std::isfinite(v) && v >= lo, src, ": hardware field '", key, "' must be a number >= ", lo, ", got ", v);
+    return v;
+  };
+  TZ_CHECK(j.is_object(), src, ": a hardware description is a JSON object");
+  h.name = j.value("name", std::string("custom"));
+  h.source = j.value("source", src);
+  h.cpu = j.value("cpu", false);
+  h.ranks_per_node = int(num("ranks_per_node", 1));
+  h.device_bytes = std::size_t(num("device_bytes", 0));
+  h.host_bytes = std::size_t(num("host_bytes", 0));
+  h.nvme_bytes = std::size_t(num("nvme_bytes", 0));
+  const char* dts[3] = {"fp32", "bf16", "fp16"};
+  for (const char* field : {"step_tflops", "peak_tflops"}) {
+    TZ_CHECK(j.contains(field) && j[field].is_object(), src, ": hardware field '", field,
+             "' must be an object {\"fp32\": ..., \"bf16\": ..., \"fp16\": ...}");
+    for (int i = 0; i < 3; ++i) {
+      const nlohmann::json& v = j[field].value(dts[i], nlohmann::json(0.0));
+      TZ_CHECK(v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= 0, src, ": ", field, ".",
+               dts[i], " must be a number >= 0");
+      (std::string(field) == "step_tflops" ? h.step_tflops : h.peak_tflops)[i] = v.get<double>();
+    }
+  }
+  h.device_gbs = num("device_gbs", 0);
+  h.cpu_adam_gbs = num("cpu_adam_gbs", 0);
+  h.link_gbs = num("link_gbs", 0);
+  h.nvme_read_gbs = num("nvme_read_gbs", 0);
+  h.nvme_write_gbs = num("nvme_write_gbs", 0);
+  h.intra_gbs = num("intra_gbs", 0);
+  h.inter_gbs = num("inter_gbs", 0);
+  h.latency_us = num("latency_us", 0);
+  return h;
+}
+
+}  // namespace tz

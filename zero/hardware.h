@@ -1,0 +1,43 @@
+// A machine described by the rates the step-time model needs: per-device memory and compute, the
+// host and NVMe of a node, the host-device link and the network inside and between nodes. Named
+// presets (with their sources in docs/planning.md) or a file written by `tierzero bench calibrate`.
+#pragma once
+
+#include <cstddef>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/dtype.h"
+
+namespace tz {
+
+struct Hardware {
+  std::string name, source;
+  bool cpu = false;          // the "device" is the host (CPU training): device copies are memcpy
+  int ranks_per_node = 1;    // devices (ranks) per node
+  std::size_t device_bytes = 0;      // memory per device
+  std::size_t host_bytes = 0;        // host memory per node
+  std::size_t nvme_bytes = 0;        // NVMe capacity per node
+  // Achievable whole-step compute rate per device in TFLOP/s of model FLOPs (peak x an efficiency a
+  // tuned training step reaches; measured on a CPU), for fp32, bf16 and fp16 (0: not supported).
+  double step_tflops[3] = {0, 0, 0};
+  double peak_tflops[3] = {0, 0, 0};  // the datasheet's dense matmul peak (for MFU)
+  double device_gbs = 0;     // device memory bandwidth (the device AdamW)
+  double cpu_adam_gbs = 0;   // CPU Adam traffic per node (memory bound), bytes per second / 1e9
+  double link_gbs = 0;       // host <-> device per device per direction
+  double nvme_read_gbs = 0, nvme_write_gbs = 0;  // per node
+  double intra_gbs = 0;      // collective bus bandwidth per rank inside a node
+  double inter_gbs = 0;      // per rank between nodes
+  double latency_us = 0;     // fixed cost of one collective
+
+  double step_rate(DType dt) const;  // step_tflops for a working dtype; throws when not supported
+  nlohmann::json to_json() const;
+  static Hardware from_json(const nlohmann::json& j, const std::string& source);
+};
+
+std::vector<std::string> hardware_preset_names();
+// A preset by name; throws listing the presets for an unknown one.
+Hardware hardware_preset(const std::string& name);
+
+}  // namespace tz

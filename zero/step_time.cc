@@ -1,0 +1,190 @@
+// The step-time model's terms; the rules and their limits are in docs/planning.md.
+#include "zero/step_time.h"
+
+#include <algorithm>
+#include <cstdio>
+
+#include "core/error.h"
+
+namespace tz {
+namespace {
+
+// One collective of `bytes` (the full buffer) over `world` ranks: a fixed cost and the bytes each rank
+// moves on the bus (ring algorithms: all-reduce 2(n-1)/n, reduce-scatter and all-gather (n-1)/n).
+double collective_s(double bytes, int world, bool all_reduce, double bus_gbs, double latency_us) {
+  if (world <= 1) return 0;
+  const double factor = (all_reduce ? 2.0 : 1.0) * double(world - 1) / world;
+  return latency_us * 1e-6 + factor * bytes / (bus_gbs * 1e9);
+}
+
+std::string ms(double s) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f ms", s * 1e3);
+  return b;
+}
+
+std::string gb(double bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3f GB", bytes / 1e9);
+  return b;
+}
+
+}  // namespace
+
+double model_flops(const GptConfig& c, int B, int T) {
+  const double N = double(c.num_parameters()) - double(c.max_seq_len) * c.n_embd;
+  return double(B) * T * (6.0 * N + 12.0 * c.n_layer * c.n_embd * T);
+}
+
+StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accum) {
+  TZ_CHECK(accum >= 1, "gradient accumulation must be at least 1");
+  const PlanInputs& in = plan.in;
+  const Placement& pl = plan.placement;
+  const int W = in.world;
+  StepPrediction p;
+  p.hardware = hw.name;
+  p.nodes = (W + hw.ranks_per_node - 1) / hw.ranks_per_node;
+  const int rpn = std::min(W, hw.ranks_per_node);
+  const double bus = p.nodes > 1 ? std::min(hw.intra_gbs, hw.inter_gbs) : hw.intra_gbs;
+  TZ_CHECK(W == 1 || bus > 0, "hardware '", hw.name, "' has no collective bandwidth (",
+           p.nodes > 1 ? "inter_gbs" : "intra_gbs", "); calibrate under mpirun -np 2 or give it in the file");
+  const double wbytes = double(dtype_size(in.dtype));
+  // On a CPU the collectives, copies and the optimizer run on the cores that compute: nothing is hidden.
+  const bool can_hide = !hw.cpu;
+
+  // Compute.
+  const double flops = model_flops(in.model, in.shape.B, in.shape.T);
+  const bool recompute = in.checkpointing != ActivationCheckpointing::off;
+  // A CPU's rates are the node's, shared by the ranks on it; a GPU's are each device's.
+  const double share = hw.cpu ? double(rpn) : 1.0;
+  const double rate = hw.step_rate(in.dtype) / share;
+  const double micro_compute = flops * (recompute ? 4.0 / 3.0 : 1.0) / (rate * 1e12);
+  StepTerm compute{"compute", micro_compute * accum, micro_compute * accum, ""};
+  {
+    char b[160];
+    std::snprintf(b, sizeof b, "%.1f GFLOP per micro-step%s at %.3g TFLOP/s", flops / 1e9,
+                  recompute ? " (+ a recomputed forward)" : "", rate);
+    compute.detail = b;
+  }
+
+  // Gradient reduction: the planned launches, every micro-step when gradients are sharded (stages 2-3),
+  // else once per step.
+  double reduce_once = 0, last_launch = 0, reduce_bytes = 0;
+  for (int l = 0; l < plan.buckets.launches(); ++l) {
+    const double elems = double(plan.buckets.stride[l]) * (plan.buckets.reduce_scatter ? W : 1);
+    last_launch = collective_s(elems * 4, W, !plan.buckets.reduce_scatter, bus, hw.latency_us);
+    reduce_once += last_launch;
+    reduce_bytes += elems * 4;
+  }
+  if (!pl.reduce) reduce_once = last_launch = reduce_bytes = 0;
+  const bool every_micro = pl.any(&GroupPlacement::grads_sharded);
+  const int reductions = every_micro ? accum : 1;
+  // Stage 3: sharded groups gathered for forward and again for backward, every micro-step.
+  double gather_micro = 0, gather_first = 0, regather = 0;
+  for (int g = 0; g < plan.map.groups(); ++g) {
+    const GroupPlacement& gp = pl.groups[g];
+    const double bytes = double(plan.map.group(g).padded) * wbytes;
+    if (gp.params_sharded) {
+      const double t = collective_s(bytes, W, false, bus, hw.latency_us);
+      gather_micro += 2 * t;
+      if (gather_first == 0) gather_first = t;
+    }
+    if (gp.regather_after_step) regather += collective_s(bytes, W, false, bus, hw.latency_us);
+  }
+  const bool overlap = can_hide && in.zero.overlap_comm;
+  const bool prefetch = can_hide && in.zero.prefetch_bucket_size > 0;
+  const double comm_micro_hideable = (overlap ? reduce_once * (every_micro ? 1 : 0) : 0) + (prefetch ? gather_micro : 0);
+  StepTerm comm{"communication", reduce_once * reductions + gather_micro * accum + regather, 0, ""};
+  {
+    // Per micro-step, what can run behind that micro-step's compute; the first gather and the last
+    // bucket always wait.
+    const double unhideable = (prefetch ? gather_first : 0) + (overlap ? last_launch : 0);
+    const double hidden_micro =
+        std::max(0.0, std::min(comm_micro_hideable - unhideable, micro_compute));
+    double exposed = comm.seconds - hidden_micro * accum;
+    if (!every_micro && overlap) exposed -= std::min(reduce_once - last_launch, micro_compute);  // the last micro-step's
+    comm.exposed = std::max(0.0, exposed);
+    char b[200];
+    std::snprintf(b, sizeof b, "%s per reduction x %d, %d launch%s; gathers %s per micro-step; after the step %s; bus %.0f GB/s",
+                  gb(reduce_bytes).c_str(), reductions, plan.buckets.launches(), plan.buckets.launches() == 1 ? "" : "es",
+                  ms(gather_micro).c_str(), ms(regather).c_str(), bus);
+    comm.detail = W > 1 ? b : "one rank: none";
+  }
+
+  // Host-device traffic, the optimizer, NVMe.
+  const double link = hw.link_gbs * 1e9, adam_rate = hw.cpu_adam_gbs * 1e9 / rpn;
+  double down = 0, up = 0, fetch_micro = 0, host_adam = 0, dev_adam = 0, nvme_opt_rw = 0, nvme_fetch_micro = 0,
+         nvme_param_write = 0;
+  for (int g = 0; g < plan.map.groups(); ++g) {
+    const GroupPlacement& gp = pl.groups[g];
+    const double shard = double(plan.map.group(g).shard_count), opt = double(gp.opt_range.count);
+    const double adam_bytes = opt * (28.0 + wbytes);
+    if (gp.update_on == Tier::host) {
+      host_adam += adam_bytes / adam_rate;
+      if (gp.grad_home == Tier::host) down += (gp.grads_sharded ? accum * shard : opt) * 4;
+      if (gp.params_home == Tier::device) up += opt * wbytes;
+    } else {
+      dev_adam += adam_bytes / (hw.device_gbs * 1e9 / share);
+    }
+    if (gp.master_home == Tier::nvme) nvme_opt_rw += opt * 12;
+    if (gp.params_home == Tier::host) fetch_micro += 2 * shard * wbytes / link;
+    if (gp.params_home == Tier::nvme) {
+      nvme_fetch_micro += 2 * shard * wbytes / (hw.nvme_read_gbs * 1e9 / rpn);
+      nvme_param_write += shard * wbytes / (hw.nvme_write_gbs * 1e9 / rpn);
+    }
+  }
+  TZ_CHECK(nvme_opt_rw + nvme_fetch_micro == 0 || (hw.nvme_read_gbs > 0 && hw.nvme_write_gbs > 0), "hardware '",
+           hw.name, "' has no NVMe rates; calibrate with --nvme-path DIR or give nvme_read_gbs and nvme_write_gbs");
+  StepTerm host{"host <-> device", (down + up) / link + fetch_micro * accum, 0, ""};
+  host.exposed = (down + up) / link + std::max(0.0, fetch_micro - (prefetch ? micro_compute : 0)) * accum;
+  {
+    char b[160];
+    std::snprintf(b, sizeof b, "gradients down %s, parameters up %s, parameter fetches %s per micro-step at %.0f GB/s",
+                  gb(down).c_str(), gb(up).c_str(), ms(fetch_micro).c_str(), hw.link_gbs);
+    host.detail = b;
+  }
+  const double nvme_io = nvme_opt_rw / (hw.nvme_read_gbs * 1e9 / rpn) + nvme_opt_rw / (hw.nvme_write_gbs * 1e9 / rpn);
+  // NVMe states stream through the CPU Adam sub-group by sub-group: the slower of the two sets the pace.
+  const double optimizer_s = dev_adam + (nvme_opt_rw > 0 ? std::max(host_adam, nvme_io) : host_adam);
+  StepTerm optim{"optimizer", optimizer_s, optimizer_s, ""};
+  {
+    char b[200];
+    std::snprintf(b, sizeof b, "AdamW on the device %s, CPU Adam %s at %.0f GB/s per rank, NVMe states %s (%s read + written)",
+                  ms(dev_adam).c_str(), ms(host_adam).c_str(), adam_rate / 1e9, ms(nvme_io).c_str(), gb(nvme_opt_rw).c_str());
+    optim.detail = b;
+  }
+  StepTerm nvme{"nvme parameters", nvme_fetch_micro * accum + nvme_param_write, 0, ""};
+  nvme.exposed = std::max(0.0, nvme_fetch_micro - (prefetch ? micro_compute : 0)) * accum + nvme_param_write;
+  nvme.detail = "parameter shards read " + ms(nvme_fetch_micro) + " per micro-step, written " + ms(nvme_param_write);
+  StepTerm scalars{"scalar reductions", W > 1 ? 3 * hw.latency_us * 1e-6 : 0, 0, "loss, norm, stop flag"};
+  scalars.exposed = scalars.seconds;
+
+  p.terms = {compute, comm, host, optim, nvme, scalars};
+  for (const StepTerm& t : p.terms) p.step_s += t.exposed;
+  p.tokens_per_s = double(in.shape.B) * in.shape.T * accum * W / p.step_s;
+  const double peak = hw.peak_tflops[in.dtype == DType::f32 ? 0 : in.dtype == DType::bf16 ? 1 : 2];
+  p.mfu = peak > 0 ? flops * accum / p.step_s / (peak / share * 1e12) : 0;
+  return p;
+}
+
+std::string prediction_table(const StepPrediction& p) {
+  std::string s = "predicted step (" + p.hardware + ", " + std::to_string(p.nodes) + " node" + (p.nodes == 1 ? "" : "s") +
+                  "):\n";
+  char line[400];
+  for (const StepTerm& t : p.terms) {
+    if (t.seconds == 0 && t.what != "compute") continue;
+    std::snprintf(line, sizeof line, "  %-18s %11s  exposed %11s  (%s)\n", t.what.c_str(), ms(t.seconds).c_str(),
+                  ms(t.exposed).c_str(), t.detail.c_str());
+    s += line;
+  }
+  std::snprintf(line, sizeof line, "  %-18s %11s  %.0f tokens/s over all ranks%s", "step", ms(p.step_s).c_str(),
+                p.tokens_per_s, p.mfu > 0 ? "" : "");
+  s += line;
+  if (p.mfu > 0) {
+    std::snprintf(line, sizeof line, ", MFU %.1f%%", 100 * p.mfu);
+    s += line;
+  }
+  return s;
+}
+
+}  // namespace tz
