@@ -3,6 +3,7 @@
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <set>
 #include <vector>
@@ -15,6 +16,8 @@
 #include "zero/plan_advice.h"
 #include "zero/step_time.h"
 #include "launch/hardware_file.h"
+#include "launch/plan_compare.h"
+#include "model/file_io.h"
 
 namespace po = boost::program_options;
 
@@ -23,7 +26,9 @@ namespace tz {
 int plan_command(const std::vector<std::string>& args) {
   TrainFlags f;
   int world = 1, rank = -1, ranks_per_node = 0;
-  std::string hardware;
+  std::string hardware, csv;
+  bool compare = false, json = false;
+  Prices prices;
   po::options_description desc(
       "tierzero plan: print the memory plan of a training run (every buffer each rank would allocate, by "
       "state "
@@ -37,7 +42,16 @@ int plan_command(const std::vector<std::string>& args) {
       "predict the step time on: a preset (h100-80g, h200-141g, gh200, a100-40g, v100-32g, cpu-node), local "
       "(this machine's `tierzero bench calibrate`), or a hardware JSON file")(
       "ranks-per-node", po::value(&ranks_per_node)->default_value(0),
-      "ranks on each node (0: the hardware's devices per node; CPU hardware: its calibration's)");
+      "ranks on each node (0: the hardware's devices per node; CPU hardware: its calibration's)")(
+      "compare", po::bool_switch(&compare),
+      "one table of options (stages 0-3, optimizer or parameters on host or NVMe) on each --hardware (a "
+      "comma-separated list; default: every GPU preset), with time and cost per million tokens and per run")(
+      "price-gpu-hour", po::value(&prices.gpu_hour)->default_value(0), "--compare: price of one device for an hour")(
+      "price-node-hour", po::value(&prices.node_hour)->default_value(0), "--compare: price of one node for an hour")(
+      "price-nvme-tb-hour", po::value(&prices.nvme_tb_hour)->default_value(0),
+      "--compare: price of 1 TB of NVMe store for an hour")(
+      "csv", po::value(&csv)->default_value(""), "--compare: also write the table as CSV to this file")(
+      "json", po::bool_switch(&json), "--compare: print the table as JSON");
   add_train_flags(desc, f);
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "plan")) return 0;
@@ -51,6 +65,31 @@ int plan_command(const std::vector<std::string>& args) {
   if (rank >= 0) ranks = {rank};
   for (int r = 0; rank < 0 && r < std::min(world, 64); ++r) ranks.push_back(r);
   if (rank < 0 && world > 64) ranks.push_back(world - 1);
+  if (compare) {
+    for (double p : {prices.gpu_hour, prices.node_hour, prices.nvme_tb_hour})
+      TZ_CHECK(std::isfinite(p) && p >= 0, "prices must be numbers >= 0, got ", p);
+    std::vector<Hardware> hws;
+    std::string list = hardware.empty() ? "h100-80g,h200-141g,gh200,a100-40g,v100-32g" : hardware;
+    for (std::size_t at = 0; at <= list.size();) {
+      const std::size_t comma = std::min(list.find(',', at), list.size());
+      hws.push_back(load_hardware(list.substr(at, comma - at)));
+      if (ranks_per_node > 0) hws.back().ranks_per_node = ranks_per_node;
+      at = comma + 1;
+    }
+    const std::vector<CompareRow> rows = compare_options(f.o, world, hws, prices);
+    const long long run_tokens = (long long)f.o.micro_batch * f.o.seq_len * f.o.grad_accum * world * f.o.steps;
+    if (json)
+      std::printf("%s\n", compare_json(rows).dump(1).c_str());
+    else
+      std::printf("%s\n", compare_table(rows, prices, run_tokens).c_str());
+    if (!csv.empty()) {
+      const std::string text = compare_csv(rows);
+      AtomicOutputFile out(csv, "CSV file");
+      out.write(text.data(), text.size());
+      out.commit();
+    }
+    return 0;
+  }
   std::optional<Hardware> hw;
   if (!hardware.empty()) {
     hw = load_hardware(hardware);
