@@ -51,7 +51,7 @@ int plan_command(const std::vector<std::string>& args) {
       "price-nvme-tb-hour", po::value(&prices.nvme_tb_hour)->default_value(0),
       "--compare: price of 1 TB of NVMe store for an hour")(
       "csv", po::value(&csv)->default_value(""), "--compare: also write the table as CSV to this file")(
-      "json", po::bool_switch(&json), "--compare: print the table as JSON");
+      "json", po::bool_switch(&json), "print JSON: the plan's totals per rank and the prediction (with --compare: the table)");
   add_train_flags(desc, f);
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "plan")) return 0;
@@ -95,23 +95,45 @@ int plan_command(const std::vector<std::string>& args) {
     hw = load_hardware(hardware);
     TZ_CHECK(ranks_per_node >= 0, "--ranks-per-node must be >= 0, got ", ranks_per_node);
     if (ranks_per_node > 0) hw->ranks_per_node = ranks_per_node;
+    // Budgets not given on the command line are the hardware's: each device's memory, and each rank's
+    // share of its node's host memory and NVMe.
+    const std::size_t rpn = std::size_t(std::min(world, hw->ranks_per_node));
+    if (vm["device-mem"].defaulted() && hw->device_bytes) f.o.device_mem = hw->device_bytes;
+    if (vm["host-mem"].defaulted() && hw->host_bytes) f.o.offload.host_mem = hw->host_bytes / rpn;
+    if (vm["nvme-mem"].defaulted() && hw->nvme_bytes) f.o.offload.nvme_mem = hw->nvme_bytes / rpn;
   }
   bool fits = true;
   std::set<std::string> printed;
   std::string advice;
+  nlohmann::json out = {{"world", world}, {"ranks", nlohmann::json::array()}};
   for (int r : ranks) {
     const MemoryPlan plan = plan_memory(plan_inputs(f.o, world, r));
     std::string table = plan.table();
     // Ranks own shards of the same sizes: print a rank's plan only when no rank's before was the same.
     const bool first = printed.insert(table.substr(table.find('\n'))).second;
-    if (first) std::printf("%s\n", table.c_str());
+    if (first && !json) std::printf("%s\n", table.c_str());
     const std::string problem = plan.fit_problem();
-    if (hw && first && problem.empty())
-      std::printf("%s\n", prediction_table(predict_step(plan, *hw, f.o.grad_accum)).c_str());
+    if (json && first)
+      out["ranks"].push_back({{"rank", r},
+                              {"fits", problem.empty()},
+                              {"problem", problem},
+                              {"bytes", {{"device", plan.total(Tier::device)}, {"host", plan.total(Tier::host)},
+                                         {"nvme", plan.total(Tier::nvme)}}}});
+    if (hw && first && problem.empty()) {
+      const StepPrediction pred = predict_step(plan, *hw, f.o.grad_accum);
+      if (json && !out.contains("prediction")) out["prediction"] = prediction_json(pred);
+      if (!json) std::printf("%s\n", prediction_table(pred).c_str());
+    }
     if (problem.empty()) continue;
     fits = false;
-    std::printf("rank %d does not fit: %s\n", r, problem.c_str());
+    if (!json) std::printf("rank %d does not fit: %s\n", r, problem.c_str());
     if (advice.empty()) advice = advice_text(plan, hw ? &*hw : nullptr, f.o.grad_accum);  // the first that does not fit
+  }
+  if (json) {
+    out["fits"] = fits;
+    if (!advice.empty()) out["advice"] = advice;
+    std::printf("%s\n", out.dump(1).c_str());
+    return fits ? 0 : 1;
   }
   if (!advice.empty()) std::printf("%s\n", advice.c_str());
   std::printf("%s\n", fits ? "the plan fits every budget" : "the plan does not fit (see above)");

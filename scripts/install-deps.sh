@@ -12,4 +12,4 @@ $SUDO apt-get install -y -q --no-install-recommends \
   liburing-dev libxxhash-dev \
   libboost-program-options-dev nlohmann-json3-dev \
   libgtest-dev libgmock-dev \
-  base-files
+  base-files jq

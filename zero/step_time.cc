@@ -2,6 +2,7 @@
 #include "zero/step_time.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "core/error.h"
@@ -9,12 +10,14 @@
 namespace tz {
 namespace {
 
-// One collective of `bytes` (the full buffer) over `world` ranks: a fixed cost and the bytes each rank
-// moves on the bus (ring algorithms: all-reduce 2(n-1)/n, reduce-scatter and all-gather (n-1)/n).
+// One collective of `bytes` (the full buffer) over `world` ranks: the bytes each rank moves on the bus
+// (ring algorithms: all-reduce 2(n-1)/n, reduce-scatter and all-gather (n-1)/n), plus a latency that
+// grows with log2(n), as tree and hierarchical algorithms (NCCL's) keep it (a flat ring's would grow
+// with n).
 double collective_s(double bytes, int world, bool all_reduce, double bus_gbs, double latency_us) {
   if (world <= 1) return 0;
   const double factor = (all_reduce ? 2.0 : 1.0) * double(world - 1) / world;
-  return latency_us * 1e-6 + factor * bytes / (bus_gbs * 1e9);
+  return latency_us * 1e-6 * std::max(1.0, std::log2(double(world))) + factor * bytes / (bus_gbs * 1e9);
 }
 
 std::string ms(double s) {
@@ -156,7 +159,8 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
   StepTerm nvme{"nvme parameters", nvme_fetch_micro * accum + nvme_param_write, 0, ""};
   nvme.exposed = std::max(0.0, nvme_fetch_micro - (prefetch ? micro_compute : 0)) * accum + nvme_param_write;
   nvme.detail = "parameter shards read " + ms(nvme_fetch_micro) + " per micro-step, written " + ms(nvme_param_write);
-  StepTerm scalars{"scalar reductions", W > 1 ? 3 * hw.latency_us * 1e-6 : 0, 0, "loss, norm, stop flag"};
+  StepTerm scalars{"scalar reductions", 3 * collective_s(8, W, true, bus > 0 ? bus : 1, hw.latency_us), 0,
+                   "loss, norm, stop flag"};
   scalars.exposed = scalars.seconds;
 
   p.terms = {compute, comm, host, optim, nvme, scalars};
@@ -185,6 +189,14 @@ std::string prediction_table(const StepPrediction& p) {
     s += line;
   }
   return s;
+}
+
+nlohmann::json prediction_json(const StepPrediction& p) {
+  nlohmann::json terms = nlohmann::json::object();
+  for (const StepTerm& t : p.terms)
+    terms[t.what] = {{"ms", t.seconds * 1e3}, {"exposed_ms", t.exposed * 1e3}, {"detail", t.detail}};
+  return {{"hardware", p.hardware}, {"nodes", p.nodes},     {"step_ms", p.step_s * 1e3},
+          {"tokens_per_s", p.tokens_per_s}, {"mfu", p.mfu}, {"terms", terms}};
 }
 
 }  // namespace tz

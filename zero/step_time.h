@@ -4,6 +4,7 @@
 // the part hidden behind compute and the part exposed. A pure function, like the plan.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,8 @@ struct StepPrediction {
 // Ranks fill nodes of hw.ranks_per_node in order. Throws when the plan's dtype has no rate on hw.
 StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int grad_accum);
 
-// The printed breakdown.
+// The printed breakdown, and the same as JSON (seconds as milliseconds).
 std::string prediction_table(const StepPrediction& p);
+nlohmann::json prediction_json(const StepPrediction& p);
 
 }  // namespace tz
