@@ -147,8 +147,10 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
     host.detail = b;
   }
   const double nvme_io = nvme_opt_rw / (hw.nvme_read_gbs * 1e9 / rpn) + nvme_opt_rw / (hw.nvme_write_gbs * 1e9 / rpn);
-  // NVMe states stream through the CPU Adam sub-group by sub-group: the slower of the two sets the pace.
-  const double optimizer_s = dev_adam + (nvme_opt_rw > 0 ? std::max(host_adam, nvme_io) : host_adam);
+  // NVMe states stream through the CPU Adam sub-group by sub-group: the slower of the two sets the pace,
+  // except on a CPU, where the I/O thread and its checksums take the cores the Adam runs on.
+  const double optimizer_s =
+      dev_adam + (nvme_opt_rw == 0 ? host_adam : can_hide ? std::max(host_adam, nvme_io) : host_adam + nvme_io);
   StepTerm optim{"optimizer", optimizer_s, optimizer_s, ""};
   {
     char b[200];
