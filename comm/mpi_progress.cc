@@ -4,6 +4,8 @@
 
 #include <pthread.h>
 
+#include "core/thread_affinity.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -114,7 +116,10 @@ MpiProgress::MpiProgress(MPI_Comm comm, std::string group, CommStatsAccumulator&
   queue_.reserve(64);
   batch_.reserve(64);
   in_flight_.reserve(64);
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    pin_io_thread();  // --bind-cores: the I/O core, if the rank has one
+    run();
+  });
   pthread_setname_np(thread_.native_handle(), "tz-mpi-progress");
 }
 

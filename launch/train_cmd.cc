@@ -1,14 +1,18 @@
 // `tierzero train`: flags -> TrainOptions -> train() on every rank.
 #include <boost/program_options.hpp>
+#include <omp.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 
 #include "comm/communicator.h"
 #include "comm/world.h"
 #include "core/error.h"
+#include "core/thread_affinity.h"
 #include "launch/commands.h"
 #include "launch/parse_args.h"
 #include "launch/train_flags.h"
@@ -35,6 +39,18 @@ void install_stop_handlers() {
   sigaction(SIGINT, &sa, nullptr);
 }
 
+// --bind-cores auto: this rank's share of the node's cores; the OpenMP pool sized to its compute cores
+// unless OMP_NUM_THREADS says otherwise.
+void bind_cores(const WorldInfo& world) {
+  const CoreBinding b =
+      plan_core_binding(allowed_cores(), int(::sysconf(_SC_NPROCESSORS_ONLN)), world.local_rank, world.local_size);
+  apply_core_binding(b);
+  if (!std::getenv("OMP_NUM_THREADS")) omp_set_num_threads(int(b.compute.size()));
+  log_line("bound to cores " + cores_text(b.compute) + " for compute (" + std::to_string(omp_get_max_threads()) +
+           " OpenMP threads)" + (b.io.empty() ? ", I/O threads sharing them" : ", " + cores_text(b.io) + " for I/O") +
+           ", from " + b.source);
+}
+
 }  // namespace
 
 int train_command(const std::vector<std::string>& args) {
@@ -51,6 +67,8 @@ int train_command(const std::vector<std::string>& args) {
     for (const std::string& line : f.o.config_lines) std::printf("%s\n", line.c_str());
     std::fflush(stdout);
   }
+  // Before MPI starts its progress thread and OpenMP its pool, so that every thread starts where it belongs.
+  if (f.bind_cores == "auto") bind_cores(world);
   std::unique_ptr<Communicator> comm = world.source == "single" ? make_self_comm() : make_mpi_world();
   comm->set_timeout(std::chrono::milliseconds(std::int64_t(f.comm_timeout * 1000)));
   if (comm->size() != world.size) {

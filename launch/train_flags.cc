@@ -55,6 +55,9 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
       "cpu (cuda training arrives with the CUDA backend)")(
       "device-mem", po::value(&f.device_mem)->default_value(f.device_mem),
       "device memory budget, e.g. 512M, 8G (powers of 1024; on cpu: host memory the run may use)")(
+      "bind-cores", po::value(&f.bind_cores)->default_value(f.bind_cores),
+      "none, or auto: bind each rank's compute threads (and with 3+ cores its I/O threads, on a core of "
+      "their own) to its share of the node's cores, from the launcher's binding or the local rank")(
       "save-dir", po::value(&f.o.save_dir)->default_value(""),
       "folder for training checkpoints (step-NNNNNNNN folders and a `latest` pointer); the last step is "
       "always saved")("save-every", po::value(&f.o.save_every)->default_value(f.o.save_every),
@@ -212,6 +215,8 @@ void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   for (double r : {f.o.offload.host_ratio_master, f.o.offload.host_ratio_m, f.o.offload.host_ratio_v})
     TZ_CHECK(r >= 0 && r <= 1, "offload ratios must be in [0, 1], got ", r);
   check_numbers(f);
+  TZ_CHECK(f.bind_cores == "none" || f.bind_cores == "auto", "--bind-cores must be none or auto, got '",
+           f.bind_cores, "'");
   TZ_CHECK(f.o.zero.reduce_bucket_size >= 1 && f.o.zero.allgather_bucket_size >= 1,
            "--reduce-bucket-size and --allgather-bucket-size must be at least 1 element");
   TZ_CHECK(f.o.fp16.initial_scale_power >= 0 && f.o.fp16.initial_scale_power <= 127,

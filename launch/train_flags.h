@@ -16,6 +16,7 @@ struct TrainFlags {
   ModelFlags mf;
   std::string dtype = "fp32", schedule = "constant", device = "cpu", device_mem = "unlimited";
   bool ckpt = false;
+  std::string bind_cores = "none";  // none | auto (launch/train_cmd.cc applies it)
   std::string config, reduce_bucket, allgather_bucket, prefetch_bucket, max_live, persistence;
   double comm_timeout = 300;
   std::string offload_opt, offload_param, offload_act, host_mem, nvme_mem;

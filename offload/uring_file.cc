@@ -12,6 +12,7 @@
 #include <cstring>
 #include <source_location>
 
+#include "core/thread_affinity.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "core/host_memory.h"
@@ -170,7 +171,10 @@ UringEngine::UringEngine(std::vector<FileDescriptor> files, UringEngineOptions o
   slots_.resize(opt_.queue_depth);
   for (std::uint32_t i = opt_.queue_depth; i-- > 0;) free_slots_.push_back(i);
   resume_slots_.reserve(opt_.queue_depth);
-  thread_ = std::thread(&UringEngine::run, this);
+  thread_ = std::thread([this] {
+    pin_io_thread();  // --bind-cores: the I/O core, if the rank has one
+    run();
+  });
 }
 
 UringEngine::~UringEngine() {

@@ -10,7 +10,7 @@ RANKS=${RANKS:-2}
 mkdir -p "$OUT" "$NVME"
 MPIRUN=(mpirun -np "$RANKS" --bind-to none -x OMP_NUM_THREADS=1)
 [ "$(id -u)" -eq 0 ] && MPIRUN+=(--allow-run-as-root)
-[ "$RANKS" -gt "$(nproc)" ] && MPIRUN+=(--oversubscribe)
+[ "$RANKS" -gt "$(getconf _NPROCESSORS_ONLN)" ] && MPIRUN+=(--oversubscribe)
 # 48 blocks of width 320: 59M parameters, 0.95 GB of fp32 training states, in 64 MiB of device memory per rank.
 MODEL=(--n-layer 48 --n-embd 320 --n-head 5 --vocab 256 --seq-len 64 --micro-batch 2 --checkpoint-activations)
 INFINITY=(--zero-stage 3 --offload-optimizer nvme --offload-param nvme --nvme-path "$NVME"

@@ -24,7 +24,7 @@ while (($#)); do
 done
 command -v jq > /dev/null || { echo "sweep.sh needs jq" >&2; exit 2; }
 mkdir -p "$out"
-cores=$(nproc)
+cores=$(getconf _NPROCESSORS_ONLN)  # not nproc: it obeys OMP_NUM_THREADS
 root=(); [ "$(id -u)" -eq 0 ] && root=(--allow-run-as-root)
 csv=$out/sweep.csv
 echo "ranks,stage,offload,threads_per_rank,step_ms,tokens_per_s,tokens_per_s_per_rank,forward_ms,backward_ms,optimizer_ms,comm_wait_ms,comm_hidden_fraction,device_mib,host_mib,loss" > "$csv"

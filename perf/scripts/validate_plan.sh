@@ -10,7 +10,7 @@ work=${2:-$(mktemp -d /var/tmp/tz-validate.XXXXXX)}
 tz=$(cd "$build" && pwd)/launch/tierzero
 mkdir -p "$work/nvme"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-cores=$(nproc)
+cores=$(getconf _NPROCESSORS_ONLN)  # not nproc: it obeys OMP_NUM_THREADS
 model=(--n-layer 6 --n-embd 384 --n-head 6 --vocab 256 --seq-len 128 --micro-batch 4)
 mpirun -np 2 --oversubscribe --bind-to none -x OMP_NUM_THREADS=$((cores / 2 > 0 ? cores / 2 : 1)) \
   "$tz" bench calibrate "${model[@]}" --nvme-path "$work/nvme" --nvme-bytes 512M --out "$work/hw.json" > "$work/calibrate.log"
