@@ -6,6 +6,7 @@
 # Exits 0 when all that holds; prints what differs otherwise.
 # usage: ckpt_kill_resume.sh MPIRUN_ARGS... -- TIERZERO
 set -u
+. "$(dirname "$0")/rank_pid.sh"
 mpirun_args=()
 while (($#)) && [ "$1" != "--" ]; do mpirun_args+=("$1"); shift; done
 shift
@@ -25,8 +26,7 @@ for _ in $(seq 3000); do  # until step 11 is reported: step 12 is running
   [ -f "$d/killed.jsonl" ] && [ "$(grep -c '"step":' "$d/killed.jsonl")" -ge 11 ] && break
   sleep 0.01
 done
-pid=$(grep -l "OMPI_COMM_WORLD_RANK=1" /proc/[0-9]*/environ 2>/dev/null | sed 's#/proc/\([0-9]*\)/environ#\1#' |
-      while read -r p; do [ "$(cat /proc/"$p"/comm 2>/dev/null)" = tierzero ] && echo "$p"; done | head -n 1)
+pid=$(rank_pid "$job" 1)
 [ -n "$pid" ] || { echo "ckpt_kill_resume.sh: rank 1 not found"; exit 1; }
 kill -9 "$pid"
 wait "$job" && { echo "ckpt_kill_resume.sh: the killed job exited 0"; exit 1; }

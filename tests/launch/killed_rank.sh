@@ -4,6 +4,7 @@
 # expect_exit.sh, which checks the status, the time and the message.
 # usage: killed_rank.sh MPIRUN_ARGS... -- TIERZERO
 set -u
+. "$(dirname "$0")/rank_pid.sh"
 mpirun_args=()
 while (($#)) && [ "$1" != "--" ]; do mpirun_args+=("$1"); shift; done
 shift
@@ -17,8 +18,7 @@ for _ in $(seq 300); do
   [ -f "$d/metrics.jsonl" ] && [ "$(wc -l < "$d/metrics.jsonl")" -ge 3 ] && break
   sleep 0.1
 done
-pid=$(grep -l "OMPI_COMM_WORLD_RANK=1" /proc/[0-9]*/environ 2>/dev/null | sed 's#/proc/\([0-9]*\)/environ#\1#' |
-      while read -r p; do [ "$(cat /proc/"$p"/comm 2>/dev/null)" = tierzero ] && echo "$p"; done | head -n 1)
+pid=$(rank_pid "$job" 1)
 [ -n "$pid" ] || { echo "killed_rank.sh: rank 1 not found"; kill "$job"; exit 1; }
 start=$(date +%s%N)
 kill -9 "$pid"

@@ -7,6 +7,7 @@
 # that went those steps straight.
 # usage: sigterm.sh [--signal INT] [--checkpoint] MPIRUN_ARGS... -- TIERZERO   (SIGINT: exit 128 + 2)
 set -u
+. "$(dirname "$0")/rank_pid.sh"
 sig=TERM ckpt=0
 if [ "${1:-}" = --signal ]; then sig=$2; shift 2; fi
 if [ "${1:-}" = --checkpoint ]; then ckpt=1; shift; fi
@@ -27,8 +28,7 @@ for _ in $(seq 200); do  # until a few steps are done
   [ -f "$d/metrics.jsonl" ] && [ "$(wc -l < "$d/metrics.jsonl")" -ge 3 ] && break
   sleep 0.1
 done
-pid=$(grep -l "OMPI_COMM_WORLD_RANK=1" /proc/[0-9]*/environ 2>/dev/null | sed 's#/proc/\([0-9]*\)/environ#\1#' |
-      while read -r p; do [ "$(cat /proc/"$p"/comm 2>/dev/null)" = tierzero ] && echo "$p"; done | head -n 1)
+pid=$(rank_pid "$job" 1)
 [ -n "$pid" ] || { echo "sigterm.sh: rank 1 not found"; kill "$job"; exit 1; }
 echo "sigterm.sh: SIG$sig to rank 1 (pid $pid) after $(wc -l < "$d/metrics.jsonl") steps"
 kill -"$sig" "$pid"

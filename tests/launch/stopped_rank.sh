@@ -5,6 +5,7 @@
 # expect_exit.sh, which checks the status, the time and the output.
 # usage: stopped_rank.sh MPIRUN_ARGS... -- TIERZERO
 set -u
+. "$(dirname "$0")/rank_pid.sh"
 mpirun_args=()
 while (($#)) && [ "$1" != "--" ]; do mpirun_args+=("$1"); shift; done
 shift
@@ -14,9 +15,7 @@ tierzero=$1
 job=$!
 # Wait for rank 1 to be training (its process exists and the job has run a moment), then stop it.
 for _ in $(seq 100); do
-  pid=$(grep -l "OMPI_COMM_WORLD_RANK=1" /proc/[0-9]*/environ 2>/dev/null | grep -v "/proc/$$/" |
-        sed 's#/proc/\([0-9]*\)/environ#\1#' | while read -r p; do
-          [ "$(cat /proc/"$p"/comm 2>/dev/null)" = tierzero ] && echo "$p"; done | head -n 1)
+  pid=$(rank_pid "$job" 1)
   [ -n "$pid" ] && break
   sleep 0.1
 done
