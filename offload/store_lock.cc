@@ -40,20 +40,29 @@ std::uint64_t remove_folder(const std::string& dir) {
 }  // namespace
 
 FileDescriptor lock_store_folder(const std::string& folder) {
-  const std::string path = folder + ".lock";
-  const int raw = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  // The lock file is made under a temporary name (which the sweep ignores: it does not end in .lock),
+  // locked, given its owner, and only then linked under its name. Created under its name and locked
+  // after, it could be taken in between by another rank sweeping the path, and removed as a leftover.
+  const std::string path = folder + ".lock", tmp = path + ".new-" + std::to_string(::getpid());
+  const int raw = ::open(tmp.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (raw < 0) {
     const int err = errno;
+    TZ_FAIL("cannot create the NVMe store lock ", tmp, ": errno ", err, " (", std::strerror(err), ")");
+  }
+  FileDescriptor fd(raw, path);
+  TZ_SYS_CHECK(::flock(fd.get(), LOCK_EX | LOCK_NB), "flock ", tmp);
+  char host[256] = "?";
+  ::gethostname(host, sizeof host - 1);
+  const std::string owner = std::string("host ") + host + ", pid " + std::to_string(::getpid()) + "\n";
+  if (::write(fd.get(), owner.data(), owner.size()) < 0) log_line("warning: cannot write the owner into " + tmp);
+  const int linked = ::link(tmp.c_str(), path.c_str());
+  const int err = errno;
+  ::unlink(tmp.c_str());
+  if (linked != 0) {
     TZ_CHECK(err != EEXIST, "NVMe store ", folder, " already exists and is in use by a live job with the same run ",
              "id (its lock ", path, " is held); give this job another --nvme-path");
     TZ_FAIL("cannot create the NVMe store lock ", path, ": errno ", err, " (", std::strerror(err), ")");
   }
-  FileDescriptor fd(raw, path);
-  TZ_SYS_CHECK(::flock(fd.get(), LOCK_EX | LOCK_NB), "flock ", path);
-  char host[256] = "?";
-  ::gethostname(host, sizeof host - 1);
-  const std::string owner = std::string("host ") + host + ", pid " + std::to_string(::getpid()) + "\n";
-  if (::write(fd.get(), owner.data(), owner.size()) < 0) log_line("warning: cannot write the owner into " + path);
   return fd;
 }
 

@@ -14,7 +14,9 @@
 
 namespace tz {
 
-// Creates and locks <folder>.lock (O_EXCL, O_NOFOLLOW), writing the owner (host, pid) into it.
+// Creates and locks <folder>.lock, writing the owner (host, pid) into it; the file appears under that
+// name already locked (made under a temporary name, then linked), so a concurrent
+// remove_stale_stores() never takes it for a leftover.
 FileDescriptor lock_store_folder(const std::string& folder);
 
 struct RemovedStore {

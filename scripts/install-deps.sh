@@ -4,6 +4,14 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
+# The launch tests (tests/launch/cluster/) need a real Slurm with PMIx and the tools that simulate two
+# hosts (ip, nsenter, unshare). They start their own munged, slurmctld and slurmd with a config of their
+# own, so the services these packages enable are not wanted: where this script installs them anew, it
+# stops and disables them again. A machine that already had them keeps them as they were.
+new_services=()
+for svc in munge slurmctld slurmd; do
+  dpkg-query -W -f='${Status}' "$svc" 2>/dev/null | grep -q 'install ok installed' || new_services+=("$svc")
+done
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends \
   build-essential cmake ninja-build pkg-config \
@@ -12,4 +20,8 @@ $SUDO apt-get install -y -q --no-install-recommends \
   liburing-dev libxxhash-dev \
   libboost-program-options-dev nlohmann-json3-dev \
   libgtest-dev libgmock-dev \
-  base-files jq
+  base-files jq \
+  slurmctld slurmd slurm-client munge libpmix-dev iproute2 util-linux bc
+if ((${#new_services[@]})) && [ -d /run/systemd/system ]; then
+  $SUDO systemctl disable --now "${new_services[@]}" >/dev/null 2>&1 || true
+fi

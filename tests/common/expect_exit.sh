@@ -2,23 +2,27 @@
 # Runs a command that is expected to end a job (a probe that aborts it) and checks how it ended: its
 # exit status, how long it took, and what it printed. ctest registers such probes through it.
 #
-#   expect_exit.sh --status N|nonzero --max-seconds S [--regex ERE]... [--absent-regex ERE]... -- command args...
+#   expect_exit.sh --status N|nonzero --max-seconds S [--skip-status K] [--regex ERE]... [--absent-regex ERE]...
+#                  -- command args...
 #
 # The command's stdout and stderr are captured together and printed through. Exits 0 when the status
 # matches, the command took at most S seconds (wall time), every --regex matches the output
-# (grep -E) and no --absent-regex does; otherwise exits 1, saying which check failed.
+# (grep -E) and no --absent-regex does; otherwise exits 1, saying which check failed. With
+# --skip-status K, a command that exits K (it says it cannot run on this machine) makes this exit K
+# too, without checks, so that ctest (SKIP_RETURN_CODE K) reports a skip, never a pass.
 set -u
 
 usage() {
-  echo "usage: $0 --status N|nonzero --max-seconds S [--regex ERE]... [--absent-regex ERE]... -- command args..." >&2
+  echo "usage: $0 --status N|nonzero --max-seconds S [--skip-status K] [--regex ERE]... [--absent-regex ERE]... -- command args..." >&2
   exit 2
 }
 
-status="" max_seconds="" regexes=() absent=()
+status="" max_seconds="" skip_status="" regexes=() absent=()
 while (($#)); do
   case "$1" in
     --status) (($# >= 2)) || usage; status="$2"; shift 2 ;;
     --max-seconds) (($# >= 2)) || usage; max_seconds="$2"; shift 2 ;;
+    --skip-status) (($# >= 2)) || usage; skip_status="$2"; shift 2 ;;
     --regex) (($# >= 2)) || usage; regexes+=("$2"); shift 2 ;;
     --absent-regex) (($# >= 2)) || usage; absent+=("$2"); shift 2 ;;
     --) shift; break ;;
@@ -28,6 +32,7 @@ done
 [[ -n "$status" && -n "$max_seconds" && $# -gt 0 ]] || usage
 [[ "$status" == nonzero || "$status" =~ ^[0-9]+$ ]] || { echo "$0: --status must be a number or 'nonzero'" >&2; usage; }
 [[ "$max_seconds" =~ ^[0-9]+([.][0-9]+)?$ ]] || { echo "$0: --max-seconds must be a number" >&2; usage; }
+[[ -z "$skip_status" || "$skip_status" =~ ^[1-9][0-9]*$ ]] || { echo "$0: --skip-status must be a number > 0" >&2; usage; }
 
 out=$(mktemp "${TMPDIR:-/tmp}/expect_exit.XXXXXX") || exit 1
 trap 'rm -f "$out"' EXIT
@@ -38,6 +43,10 @@ rc=$?
 end=$(date +%s.%N)
 cat "$out"
 elapsed=$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", b - a }')
+if [[ -n "$skip_status" ]] && ((rc == skip_status)); then
+  echo "expect_exit: skipped (exit status $rc: the command cannot run here, ${elapsed} s)"
+  exit "$rc"
+fi
 
 failures=()
 if [[ "$status" == nonzero ]]; then
