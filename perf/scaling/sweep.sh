@@ -4,12 +4,13 @@
 # over steps 4 to STEPS), a markdown report (OUT/sweep.md) with tokens/s and per-rank efficiency against
 # 1 rank, and, with gnuplot, plots of tokens/s and of the step-time split. Weak scaling: the micro-batch
 # stays per rank. LAUNCH overrides the launcher prefix per run (e.g. the two-simulated-host mpirun of
-# tests/launch/cluster/); %N in it is replaced by the rank count.
+# tests/launch/cluster/); %N in it is replaced by the rank count and %H by "node0:A,node1:B" (the ranks
+# split over two hosts).
 # usage: perf/scaling/sweep.sh [--tierzero BIN] [--out DIR] [--ranks "1 2 4"] [--stages "0 1 2 3"] [--offload "none cpu"]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 tz=${TIERZERO:-$here/../../build/launch/tierzero}
-out=out/scaling-sweep ranks="1 2 4" stages="0 1 2 3" offloads="none cpu"
+out=out/scaling-sweep ranks="1 2 4" stages="0 1 2 3" offloads="none cpu" report_only=0
 steps=${STEPS:-12}
 model=(${MODEL_FLAGS:---n-layer 6 --n-embd 384 --n-head 6 --vocab 256 --seq-len 128 --micro-batch 4})
 while (($#)); do
@@ -19,6 +20,7 @@ while (($#)); do
     --ranks) ranks=$2; shift 2 ;;
     --stages) stages=$2; shift 2 ;;
     --offload) offloads=$2; shift 2 ;;
+    --report-only) report_only=1; shift ;;  # rewrite the report and plots from an existing sweep.csv
     *) echo "sweep.sh: unknown argument $1" >&2; exit 2 ;;
   esac
 done
@@ -27,6 +29,7 @@ mkdir -p "$out"
 cores=$(getconf _NPROCESSORS_ONLN)  # not nproc: it obeys OMP_NUM_THREADS
 root=(); [ "$(id -u)" -eq 0 ] && root=(--allow-run-as-root)
 csv=$out/sweep.csv
+if [ "$report_only" = 0 ]; then
 echo "ranks,stage,offload,threads_per_rank,step_ms,tokens_per_s,tokens_per_s_per_rank,forward_ms,backward_ms,optimizer_ms,comm_wait_ms,comm_hidden_fraction,device_mib,host_mib,loss" > "$csv"
 for n in $ranks; do
   threads=$(( cores / n > 0 ? cores / n : 1 ))
@@ -37,8 +40,10 @@ for n in $ranks; do
       [ "$s" = 3 ] && flags+=(--param-persistence-threshold 0)
       rm -f "$out/run.jsonl"
       if [ -n "${LAUNCH:-}" ]; then
+        launch=${LAUNCH//%N/$n}
+        launch=${launch//%H/node0:$((n / 2 > 0 ? n / 2 : 1)),node1:$((n - n / 2))}
         # shellcheck disable=SC2086
-        ${LAUNCH//%N/$n} -x OMP_NUM_THREADS=$threads "$tz" train "${flags[@]}" > "$out/run.log" 2>&1
+        $launch -x OMP_NUM_THREADS=$threads "$tz" train "${flags[@]}" > "$out/run.log" 2>&1
       elif [ "$n" = 1 ]; then
         OMP_NUM_THREADS=$threads "$tz" train "${flags[@]}" > "$out/run.log" 2>&1
       else
@@ -59,6 +64,7 @@ for n in $ranks; do
   done
 done
 echo "wrote $csv"
+fi
 report=$out/sweep.md
 {
   echo "# Scaling sweep: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), $cores cores, $(grep -q amx_bf16 /proc/cpuinfo && echo AMX || echo no AMX)"
@@ -68,8 +74,9 @@ report=$out/sweep.md
   echo "| ranks | stage | offload | step ms | tokens/s | per-rank efficiency | forward | backward | optimizer | comm wait | hidden | device MiB | host MiB |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
   awk -F, 'NR > 1 { key = $2 "|" $3; if ($1 == 1 || !(key in base)) if (!(key in base)) base[key] = $7
-    printf "| %s | %s | %s | %.1f | %.0f | %.0f%% | %.1f | %.1f | %.1f | %.1f | %.0f%% | %.1f | %.1f |\n",
-      $1, $2, $3, $5, $6, 100 * $7 / base[key], $8, $9, $10, $11, 100 * $12, $13, $14 }' "$csv"
+    hidden = ($11 == 0 && $12 == 1) ? "-" : sprintf("%.0f%%", 100 * $12)  # no communication: nothing to hide
+    printf "| %s | %s | %s | %.1f | %.0f | %.0f%% | %.1f | %.1f | %.1f | %.1f | %s | %.1f | %.1f |\n",
+      $1, $2, $3, $5, $6, 100 * $7 / base[key], $8, $9, $10, $11, hidden, $13, $14 }' "$csv"
 } > "$report"
 echo "wrote $report"
 if command -v gnuplot > /dev/null; then
