@@ -80,7 +80,8 @@ std::string hex64(std::uint64_t v) {
 
 json manifest_to_json(const CheckpointManifest& m) {
   json groups = json::array();
-  for (const auto& g : m.groups) groups.push_back({{"name", g.name}, {"count", g.count}, {"dtype", "f32"}});
+  for (const auto& g : m.groups)
+    groups.push_back({{"name", g.name}, {"count", g.count}, {"dtype", "f32"}, {"tensors", g.tensors}});
   json files = json::array();
   for (const auto& f : m.files) {
     json secs = json::array();

@@ -35,6 +35,9 @@ struct CheckpointFile {
 struct CheckpointGroup {
   std::string name;
   std::uint64_t count = 0;  // elements (the layout's, alignment padding included; no shard padding)
+  // For readers: each tensor's Hugging Face name, shape as stored (wte with padded rows) and offset in the
+  // group. Written from the model's layout; a loader checks the model instead.
+  nlohmann::json tensors = nlohmann::json::array();
 };
 
 struct CheckpointManifest {

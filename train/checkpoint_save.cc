@@ -106,7 +106,12 @@ CheckpointManifest make_manifest(const TrainOptions& opt, Engine& engine, int wo
                 {"warmup", opt.lr.warmup},
                 {"schedule", lr_schedule_name(opt.lr.schedule)},
                 {"steps", opt.steps}};
-  for (const GroupSpec& g : plan.layout.groups) m.groups.push_back({g.name, g.count});
+  for (const GroupSpec& g : plan.layout.groups) {
+    CheckpointGroup cg{g.name, g.count, nlohmann::json::array()};
+    for (const TensorSpec& t : g.tensors)
+      cg.tensors.push_back({{"name", "transformer." + t.name}, {"shape", t.shape}, {"offset", t.offset}});
+    m.groups.push_back(std::move(cg));
+  }
   m.files = std::move(files);
   return m;
 }
