@@ -97,6 +97,23 @@ if command -v gnuplot > /dev/null; then
       done
       [ ${#series[@]} -gt 0 ] || continue
       plot=$(IFS=,; echo "${series[*]}")
+      eff=()
+      for s in 1 2 3; do
+        f="$out/.$m-$mode-$s.dat"
+        [ -s "$f" ] && eff+=("\"$f\" using 1:(100*\$3/$(head -n 1 "$f" | awk '{print $3}')) with linespoints title \"stage $s\"")
+      done
+      effplot=$(IFS=,; echo "${eff[*]}")
+      gnuplot <<GP
+set terminal pngcairo size 900,560
+set output "$out/$m-$mode-efficiency.png"
+set title "$m, $mode scaling on $hardware (simulated): per-rank efficiency"
+set logscale x 2
+set xlabel "ranks"
+set ylabel "% of the smallest fitting world's tokens/s per rank"
+set yrange [0:*]
+set key right top
+plot $effplot
+GP
       gnuplot <<GP
 set terminal pngcairo size 900,560
 set output "$out/$m-$mode.png"

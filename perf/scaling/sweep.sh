@@ -87,6 +87,37 @@ if command -v gnuplot > /dev/null; then
     [ -s "$f" ] && series+=("\"$f\" using 1:2 with linespoints title \"stage $s, optimizer on ${off/none/device}\"")
   done; done
   plot=$(IFS=,; echo "${series[*]}")
+  # Per-rank efficiency against the smallest rank count of the same stage and offload.
+  eff=()
+  for s in $stages; do for off in $offloads; do
+    f="$out/.e$s-$off.dat"
+    awk -F, -v s="$s" -v o="$off" 'NR > 1 && $2 == s && $3 == o { if (!b) b = $7; print $1, 100 * $7 / b }' "$csv" > "$f"
+    [ -s "$f" ] && eff+=("\"$f\" using 1:2 with linespoints title \"stage $s, optimizer on ${off/none/device}\"")
+  done; done
+  effplot=$(IFS=,; echo "${eff[*]}")
+  gnuplot <<GP
+set terminal pngcairo size 900,560
+set output "$out/efficiency.png"
+set title "per-rank efficiency against the smallest rank count (this machine)"
+set logscale x 2
+set xlabel "ranks"
+set ylabel "% of the smallest run's tokens/s per rank"
+set yrange [0:*]
+set key right top
+plot $effplot
+GP
+  awk -F, 'NR > 1 {print $1 "r s" $2 ($3 == "cpu" ? " cpu" : ""), $13, $14}' "$csv" > "$out/.mem.dat"
+  gnuplot <<GP
+set terminal pngcairo size 1100,560
+set output "$out/memory.png"
+set title "memory per rank and tier (MiB): device and host"
+set style data histograms
+set style histogram clustered
+set style fill solid 0.8
+set xtics rotate by -45
+set ylabel "MiB"
+plot "$out/.mem.dat" using 2:xtic(1) title "device", "" using 3 title "host tier"
+GP
   gnuplot <<GP
 set terminal pngcairo size 900,560
 set output "$out/tokens-per-s.png"
@@ -110,5 +141,5 @@ set ylabel "ms"
 plot "$out/.split.dat" using 2:xtic(1) title "forward", "" using 3 title "backward", "" using 4 title "optimizer"
 GP
   rm -f "$out"/.*.dat
-  echo "plots: $out/tokens-per-s.png $out/step-split.png"
+  echo "plots: $out/tokens-per-s.png $out/efficiency.png $out/step-split.png $out/memory.png"
 fi
