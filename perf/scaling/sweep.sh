@@ -106,13 +106,14 @@ set yrange [0:*]
 set key right top
 plot $effplot
 GP
-  awk -F, 'NR > 1 {print $1 "r s" $2 ($3 == "cpu" ? " cpu" : ""), $13, $14}' "$csv" > "$out/.mem.dat"
+  awk -F, 'NR > 1 {print $1 "r-s" $2 ($3 == "cpu" ? "-cpu" : ""), $13, $14}' "$csv" > "$out/.mem.dat"
   gnuplot <<GP
 set terminal pngcairo size 1100,560
 set output "$out/memory.png"
 set title "memory per rank and tier (MiB): device and host"
 set style data histograms
 set style histogram clustered
+set key outside right top
 set style fill solid 0.8
 set xtics rotate by -45
 set ylabel "MiB"
@@ -128,13 +129,14 @@ set ylabel "tokens/s (all ranks)"
 set key left top
 plot $plot
 GP
-  awk -F, 'NR > 1 {print $1 "r s" $2 ($3 == "cpu" ? " cpu" : ""), $8, $9, $10, $11}' "$csv" > "$out/.split.dat"
+  awk -F, 'NR > 1 {print $1 "r-s" $2 ($3 == "cpu" ? "-cpu" : ""), $8, $9, $10, $11}' "$csv" > "$out/.split.dat"
   gnuplot <<GP
 set terminal pngcairo size 1100,560
 set output "$out/step-split.png"
 set title "step time split (ms): forward, backward, optimizer; comm wait is inside them"
 set style data histograms
 set style histogram rowstacked
+set key outside right top
 set style fill solid 0.8
 set xtics rotate by -45
 set ylabel "ms"
