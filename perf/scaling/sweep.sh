@@ -3,7 +3,8 @@
 # offload setting), through mpirun, each run's JSONL metrics collected into OUT/sweep.csv (medians
 # over steps 4 to STEPS), a markdown report (OUT/sweep.md) with tokens/s and per-rank efficiency against
 # 1 rank, and, with gnuplot, plots of tokens/s and of the step-time split. Weak scaling: the micro-batch
-# stays per rank. LAUNCH overrides the launcher prefix per run (e.g. the two-simulated-host mpirun of
+# stays per rank. LAUNCH overrides the launcher prefix per run (inside a Slurm allocation:
+# LAUNCH="srun -n %N --mpi=pmix"; across hosts with mpirun: add -x OMP_NUM_THREADS; the two-simulated-host mpirun of
 # tests/launch/cluster/); %N in it is replaced by the rank count and %H by "node0:A,node1:B" (the ranks
 # split over two hosts).
 # usage: perf/scaling/sweep.sh [--tierzero BIN] [--out DIR] [--ranks "1 2 4"] [--stages "0 1 2 3"] [--offload "none cpu"]
@@ -42,8 +43,9 @@ for n in $ranks; do
       if [ -n "${LAUNCH:-}" ]; then
         launch=${LAUNCH//%N/$n}
         launch=${launch//%H/node0:$((n / 2 > 0 ? n / 2 : 1)),node1:$((n - n / 2))}
+        # The launcher forwards OMP_NUM_THREADS (srun does by default; give mpirun -x OMP_NUM_THREADS).
         # shellcheck disable=SC2086
-        $launch -x OMP_NUM_THREADS=$threads "$tz" train "${flags[@]}" > "$out/run.log" 2>&1
+        OMP_NUM_THREADS=$threads $launch "$tz" train "${flags[@]}" > "$out/run.log" 2>&1
       elif [ "$n" = 1 ]; then
         OMP_NUM_THREADS=$threads "$tz" train "${flags[@]}" > "$out/run.log" 2>&1
       else

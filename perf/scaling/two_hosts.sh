@@ -12,5 +12,5 @@ tzc_need_root
 tzc_need_cmds mpirun ip nsenter unshare timeout
 TZC_WORK_DIR=${TZC_WORK_DIR:-/var/tmp} tzc_begin scaling_two_hosts 1800
 tzc_netns_up
-export LAUNCH="$TZC_NODE node0 mpirun -np %N --host %H --bind-to none --mca plm_rsh_agent $TZC_HERE/rsh_agent.sh --mca btl tcp,vader,self --mca btl_tcp_if_include tz0 --mca oob_tcp_if_include tz0 -x OMP_WAIT_POLICY"
+export LAUNCH="$TZC_NODE node0 mpirun -np %N --host %H --bind-to none --mca plm_rsh_agent $TZC_HERE/rsh_agent.sh --mca btl tcp,vader,self --mca btl_tcp_if_include tz0 --mca oob_tcp_if_include tz0 -x OMP_WAIT_POLICY -x OMP_NUM_THREADS"
 TIERZERO=$TZC_TIERZERO bash "$here/sweep.sh" --out "$out" "$@"
