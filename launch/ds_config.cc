@@ -528,11 +528,8 @@ void apply_ds_config(const nlohmann::json& doc, const std::string& source, Train
 
 void load_ds_config(const std::string& path, TrainOptions& opt, const FlagGiven& flag_given) {
   // A regular file of bounded size: /dev/zero, a FIFO or a directory are refused before any read.
-  InputFile file(path, "DeepSpeed config (--config)");
-  TZ_CHECK(file.size() <= kMaxConfigBytes, "the DeepSpeed config '", path, "' is ", file.size(),
-           " bytes, more than the ", kMaxConfigBytes, " a config may have; --config takes a JSON file");
-  std::string text(file.size(), '\0');
-  file.read_at(text.data(), text.size(), 0);
+  const std::string text = read_small_file(path, "DeepSpeed config (--config)", kMaxConfigBytes,
+                                           "--config takes a JSON file");
   json doc;
   try {
     doc = json::parse(text, DuplicateKeyCheck(path));

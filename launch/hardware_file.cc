@@ -17,10 +17,7 @@ Hardware load_hardware(const std::string& what) {
   if (local && !std::filesystem::exists(path))
     TZ_FAIL("--hardware local: no calibration at ", path, "; run `tierzero bench calibrate` (under mpirun -np N ",
             "for N ranks per node) first, or name a preset");
-  InputFile f(path, "hardware file");
-  TZ_CHECK(f.size() <= (1 << 20), "hardware file '", path, "' is larger than 1 MiB");
-  std::string text(f.size(), '\0');
-  f.read_at(text.data(), text.size(), 0);
+  const std::string text = read_small_file(path, "hardware file", 1 << 20);
   nlohmann::json j;
   try {
     j = nlohmann::json::parse(text);

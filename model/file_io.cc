@@ -126,4 +126,14 @@ void AtomicOutputFile::commit() {
   TZ_SYS_CHECK(rc, "flushing the folder of ", what_, " '", path_, "' to disk");
 }
 
+std::string read_small_file(const std::string& path, const std::string& what, std::uint64_t max_bytes,
+                            const std::string& hint) {
+  InputFile file(path, what);
+  TZ_CHECK(file.size() <= max_bytes, "the ", what, " '", path, "' is ", file.size(), " bytes, more than the ", max_bytes,
+           " it may have", hint.empty() ? "" : "; ", hint);
+  std::string text(file.size(), '\0');
+  file.read_at(text.data(), text.size(), 0);
+  return text;
+}
+
 }  // namespace tz

@@ -29,6 +29,12 @@ class InputFile {
   std::uint64_t size_ = 0;
 };
 
+// The whole of a small file (a config, a manifest, a hardware description): a regular file of at most
+// `max_bytes` (a device, a FIFO or a folder is refused by InputFile before any read). `what` names it in
+// errors; `hint` ends the too-large message (what the flag takes).
+std::string read_small_file(const std::string& path, const std::string& what, std::uint64_t max_bytes,
+                            const std::string& hint = "");
+
 // Writes a temporary file next to `path` (a unique name, created exclusively); commit() flushes it to
 // disk, renames it to `path` and flushes the folder. Destroyed without commit (an exception on the way),
 // it removes the temporary file and leaves `path` untouched.

@@ -450,7 +450,7 @@ void save_gpt_safetensors(const std::string& path, const ParamLayout& layout,
              " has no data");
     // hf_shape drops wte's padded rows: they are the tail of a row-major [padded_vocab, C] block.
     for (const auto& t : layout.groups[g].tensors)
-      tensors.push_back({"transformer." + t.name, sd, t.hf_shape, nullptr, groups[g] + t.offset});
+      tensors.push_back({"transformer." + t.name, sd, t.hf_shape, nullptr, groups[g] + t.offset, nullptr});
   }
   write_safetensors(path, std::move(tensors), {{"format", "pt"}});
 }

@@ -78,6 +78,16 @@ std::string hex64(std::uint64_t v) {
   return b;
 }
 
+std::string checkpoint_name(int step) {
+  char b[32];
+  std::snprintf(b, sizeof b, "step-%08d", step);
+  return b;
+}
+
+bool is_checkpoint_name(const std::string& s) {
+  return s.size() == 13 && s.rfind("step-", 0) == 0 && s.find_first_not_of("0123456789", 5) == std::string::npos;
+}
+
 json manifest_to_json(const CheckpointManifest& m) {
   json groups = json::array();
   for (const auto& g : m.groups)
@@ -209,11 +219,7 @@ CheckpointManifest manifest_from_json(const json& j, const std::string& src) {
 
 CheckpointManifest read_manifest(const std::string& dir) {
   const std::string path = dir + "/manifest.json";
-  InputFile file(path, "checkpoint manifest");
-  TZ_CHECK(file.size() <= kMaxManifestBytes, "the checkpoint manifest '", path, "' is ", file.size(),
-           " bytes, more than the ", kMaxManifestBytes, " a manifest may have");
-  std::string text(file.size(), '\0');
-  file.read_at(text.data(), text.size(), 0);
+  const std::string text = read_small_file(path, "checkpoint manifest", kMaxManifestBytes);
   json j;
   try {
     j = json::parse(text);

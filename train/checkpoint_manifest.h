@@ -67,4 +67,8 @@ CheckpointManifest read_manifest(const std::string& dir);
 
 std::string hex64(std::uint64_t v);
 
+// A checkpoint folder's name, "step-" and the step in 8 digits, and whether a name is one.
+std::string checkpoint_name(int step);
+bool is_checkpoint_name(const std::string& name);
+
 }  // namespace tz

@@ -14,10 +14,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool is_step_name(const std::string& s) {
-  return s.size() == 13 && s.rfind("step-", 0) == 0 && s.find_first_not_of("0123456789", 5) == std::string::npos;
-}
-
 bool complete(const std::string& dir) {
   try {
     read_manifest(dir);
@@ -42,21 +38,19 @@ std::string latest_checkpoint(const std::string& save_dir, std::string* note) {
   if (fs::exists(fs::symlink_status(pointer, ec))) {
     std::string name;
     try {
-      InputFile f(pointer, "checkpoint pointer");
-      name.resize(std::size_t(std::min<std::uint64_t>(f.size(), 64)));
-      f.read_at(name.data(), name.size(), 0);
+      name = read_small_file(pointer, "checkpoint pointer", 64);
       while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
     } catch (const std::exception&) {
-      name.clear();
+      name.clear();  // unreadable, not a file, or too long: fall back to the folders
     }
-    if (is_step_name(name) && complete(save_dir + "/" + name)) return save_dir + "/" + name;
+    if (is_checkpoint_name(name) && complete(save_dir + "/" + name)) return save_dir + "/" + name;
     if (note)
       *note = "the pointer " + pointer + " names '" + name +
               "', which is not a complete checkpoint; using the newest complete one";
   }
   std::vector<std::string> steps;
   for (const auto& e : fs::directory_iterator(save_dir, ec))
-    if (is_step_name(e.path().filename().string()) && e.is_directory()) steps.push_back(e.path().filename().string());
+    if (is_checkpoint_name(e.path().filename().string()) && e.is_directory()) steps.push_back(e.path().filename().string());
   std::sort(steps.rbegin(), steps.rend());
   for (const auto& s : steps)
     if (complete(save_dir + "/" + s)) return save_dir + "/" + s;

@@ -20,12 +20,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string step_name(int step) {
-  char b[32];
-  std::snprintf(b, sizeof b, "step-%08d", step);
-  return b;
-}
-
 std::string rank_file(int rank) {
   char b[32];
   std::snprintf(b, sizeof b, "rank-%05d.bin", rank);
@@ -116,11 +110,6 @@ CheckpointManifest make_manifest(const TrainOptions& opt, Engine& engine, int wo
   return m;
 }
 
-bool is_step_name(const std::string& s) {
-  return s.size() == 13 && s.rfind("step-", 0) == 0 &&
-         s.find_first_not_of("0123456789", 5) == std::string::npos;
-}
-
 // Keeps the `keep` newest step folders (by step number) besides `current`, and removes what crashed
 // saves left behind (.tmp-*, .old-*).
 void prune(const std::string& dir, int keep, const std::string& current) {
@@ -130,7 +119,7 @@ void prune(const std::string& dir, int keep, const std::string& current) {
     if (name == current) continue;
     if ((name.rfind(".tmp-step-", 0) == 0 || name.rfind(".old-step-", 0) == 0) && e.is_directory())
       fs::remove_all(e.path());
-    else if (is_step_name(name) && e.is_directory())
+    else if (is_checkpoint_name(name) && e.is_directory())
       steps.push_back(name);
   }
   if (keep <= 0) return;
@@ -142,7 +131,7 @@ void prune(const std::string& dir, int keep, const std::string& current) {
 
 std::string save_checkpoint(const TrainOptions& opt, Engine& engine, Communicator& comm, const CheckpointProgress& p,
                             const PhaseHook& phase) {
-  const std::string dir = opt.save_dir, name = step_name(p.step);
+  const std::string dir = opt.save_dir, name = checkpoint_name(p.step);
   const std::string tmp = dir + "/.tmp-" + name, final_dir = dir + "/" + name, old = dir + "/.old-" + name;
   on_every_rank(comm, "prepare checkpoint folder " + tmp, [&] {
     if (comm.rank() != 0) return;
