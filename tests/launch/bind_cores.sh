@@ -3,11 +3,8 @@
 # cores, as the kernel reports it (/proc/PID/status Cpus_allowed_list), not only as the log line says.
 # usage: bind_cores.sh MPIRUN_ARGS... -- TIERZERO
 set -u
-source "$(dirname "$0")/rank_pid.sh"
-mpirun_args=()
-while (($#)) && [ "$1" != "--" ]; do mpirun_args+=("$1"); shift; done
-shift
-tierzero=$1
+source "$(dirname "$0")/launch_lib.sh"
+split_launch_args "$@"
 cores=$(getconf _NPROCESSORS_ONLN)  # not nproc: it obeys OMP_NUM_THREADS
 "${mpirun_args[@]}" "$tierzero" train --bind-cores auto --steps 100000 --log-every 0 --comm-timeout 20 &
 job=$!

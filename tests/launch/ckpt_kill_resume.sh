@@ -6,11 +6,8 @@
 # Exits 0 when all that holds; prints what differs otherwise.
 # usage: ckpt_kill_resume.sh MPIRUN_ARGS... -- TIERZERO
 set -u
-source "$(dirname "$0")/rank_pid.sh"
-mpirun_args=()
-while (($#)) && [ "$1" != "--" ]; do mpirun_args+=("$1"); shift; done
-shift
-tierzero=$1
+source "$(dirname "$0")/launch_lib.sh"
+split_launch_args "$@"
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 # Steps of ~0.1 s, so that a kill lands inside step 12's window.

@@ -4,11 +4,8 @@
 # expect_exit.sh, which checks the status, the time and the message.
 # usage: killed_rank.sh MPIRUN_ARGS... -- TIERZERO
 set -u
-source "$(dirname "$0")/rank_pid.sh"
-mpirun_args=()
-while (($#)) && [ "$1" != "--" ]; do mpirun_args+=("$1"); shift; done
-shift
-tierzero=$1
+source "$(dirname "$0")/launch_lib.sh"
+split_launch_args "$@"
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 "${mpirun_args[@]}" "$tierzero" train --zero-stage 3 --steps 100000 --log-every 0 --comm-timeout 20 \

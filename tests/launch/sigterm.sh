@@ -7,14 +7,11 @@
 # that went those steps straight.
 # usage: sigterm.sh [--signal INT] [--checkpoint] MPIRUN_ARGS... -- TIERZERO   (SIGINT: exit 128 + 2)
 set -u
-source "$(dirname "$0")/rank_pid.sh"
+source "$(dirname "$0")/launch_lib.sh"
 sig=TERM ckpt=0
 if [ "${1:-}" = --signal ]; then sig=$2; shift 2; fi
 if [ "${1:-}" = --checkpoint ]; then ckpt=1; shift; fi
-mpirun_args=()
-while (($#)) && [ "$1" != "--" ]; do mpirun_args+=("$1"); shift; done
-shift
-tierzero=$1
+split_launch_args "$@"
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 common=(train --zero-stage 3 --offload-optimizer nvme --offload-param nvme --param-persistence-threshold 0

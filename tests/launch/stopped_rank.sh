@@ -5,11 +5,8 @@
 # expect_exit.sh, which checks the status, the time and the output.
 # usage: stopped_rank.sh MPIRUN_ARGS... -- TIERZERO
 set -u
-source "$(dirname "$0")/rank_pid.sh"
-mpirun_args=()
-while (($#)) && [ "$1" != "--" ]; do mpirun_args+=("$1"); shift; done
-shift
-tierzero=$1
+source "$(dirname "$0")/launch_lib.sh"
+split_launch_args "$@"
 "${mpirun_args[@]}" "$tierzero" train --zero-stage 3 --param-persistence-threshold 0 --prefetch-bucket-size 1e6 \
   --reduce-bucket-size 3e4 --steps 100000 --log-every 0 --val-every 0 --comm-timeout 3 &
 job=$!

@@ -1,4 +1,13 @@
-# Sourced by the launch tests: rank_pid JOB RANK prints the pid of the tierzero process of that rank
+# Sourced by the launch tests.
+# split_launch_args MPIRUN_ARGS... -- TIERZERO: sets the array mpirun_args and tierzero.
+split_launch_args() {
+  mpirun_args=()
+  while (($#)) && [ "$1" != "--" ]; do mpirun_args+=("$1"); shift; done
+  shift
+  tierzero=$1
+}
+
+# rank_pid JOB RANK prints the pid of the tierzero process of that rank
 # among the descendants of JOB (the test's own mpirun), so that tests running beside other jobs on the
 # machine never signal a process that is not theirs. Prints nothing when there is none (yet).
 rank_pid() {
