@@ -1,9 +1,11 @@
 // `tierzero ckpt inspect PATH` and `tierzero ckpt export PATH --to FILE`: checkpoints outside training.
 #include <boost/program_options.hpp>
 #include <cstdio>
+#include <iostream>
 
 #include "core/error.h"
 #include "launch/commands.h"
+#include "launch/model_options.h"
 #include "launch/parse_args.h"
 #include "train/checkpoint_export.h"
 
@@ -17,16 +19,23 @@ const char* kUsage =
     "       tierzero ckpt export PATH --to FILE     its weights as Hugging Face GPT-2 safetensors\n"
     "PATH: a checkpoint folder (step-NNNNNNNN) or a --save-dir folder (its newest complete checkpoint)\n";
 
+// Parses `args` with PATH as the one positional argument; false when --help was given (printed).
+bool parse_with_path(const std::vector<std::string>& args, const po::options_description& desc, po::variables_map& vm) {
+  po::positional_options_description pos;
+  pos.add("path", 1);
+  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
+  po::notify(vm);
+  if (!vm.count("help")) return true;
+  std::cout << kUsage << "\n" << desc;
+  return false;
+}
+
 int inspect(const std::vector<std::string>& args) {
   std::string path;
   po::options_description desc("tierzero ckpt inspect PATH: print a checkpoint's summary, verifying every file\n\nflags");
   desc.add_options()("help,h", "print this help")("path", po::value(&path), "checkpoint or --save-dir folder");
-  po::positional_options_description pos;
-  pos.add("path", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) return std::printf("%s", kUsage), 0;
+  if (!parse_with_path(args, desc, vm)) return 0;
   TZ_CHECK(!path.empty(), "tierzero ckpt inspect needs a PATH\n", kUsage);
   std::printf("%s\n", inspect_checkpoint(path).c_str());
   return 0;
@@ -40,16 +49,10 @@ int export_cmd(const std::vector<std::string>& args) {
   desc.add_options()("help,h", "print this help")("path", po::value(&path), "checkpoint or --save-dir folder")(
       "to", po::value(&to), "the safetensors file to write (atomically)")(
       "dtype", po::value(&dtype)->default_value(dtype), "fp32, bf16 or fp16");
-  po::positional_options_description pos;
-  pos.add("path", 1);
   po::variables_map vm;
-  po::store(po::command_line_parser(args).options(desc).positional(pos).run(), vm);
-  po::notify(vm);
-  if (vm.count("help")) return std::printf("%s", kUsage), 0;
+  if (!parse_with_path(args, desc, vm)) return 0;
   TZ_CHECK(!path.empty() && !to.empty(), "tierzero ckpt export needs a PATH and --to FILE\n", kUsage);
-  const DType dt = dtype == "fp32" ? DType::f32 : dtype == "bf16" ? DType::bf16 : dtype == "fp16" ? DType::f16 : DType::i32;
-  TZ_CHECK(dt != DType::i32, "--dtype must be fp32, bf16 or fp16, got '", dtype, "'");
-  const std::string dir = export_checkpoint(path, to, dt);
+  const std::string dir = export_checkpoint(path, to, parse_compute_dtype(dtype));
   std::printf("exported %s to %s (%s)\n", dir.c_str(), to.c_str(), dtype.c_str());
   return 0;
 }

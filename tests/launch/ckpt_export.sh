@@ -31,6 +31,11 @@ fi
 "$tierzero" train --steps 1 --init-from "$d/exported.safetensors" --n-head 4 --log-every 1 --val-batches 1 \
   > "$d/reload.log" 2>&1 || { cat "$d/reload.log"; fail "--init-from the export failed"; }
 echo "ckpt_export.sh: --init-from the export trains"
+step=$(ls -d "$d"/ckpt/step-*)
+"$tierzero" ckpt export "$d/ckpt" --to "$step/manifest.json" > "$d/self.log" 2>&1 && fail "export over the checkpoint's manifest was accepted"
+grep -q "is inside checkpoint .*: the export would replace the checkpoint's own files" "$d/self.log" || { cat "$d/self.log"; fail "no message"; }
+"$tierzero" ckpt inspect "$d/ckpt" > /dev/null || fail "the checkpoint was damaged by a refused export"
+echo "ckpt_export.sh: an export into the checkpoint itself is refused and the checkpoint is intact"
 f=$(ls "$d"/ckpt/step-*/rank-00000.bin)
 printf '\x55' | dd of="$f" bs=1 seek=4096 conv=notrunc status=none
 "$tierzero" ckpt inspect "$d/ckpt" > "$d/bad.log" 2>&1 && fail "inspect accepted a damaged checkpoint"
