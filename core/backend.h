@@ -82,12 +82,15 @@ class Backend {
   virtual void gelu_forward(Stream& s, float* out, const float* inp, std::size_t n) = 0;
   virtual void gelu_backward(Stream& s, float* dinp, const float* inp, const float* dout, std::size_t n) = 0;
 
-  // Causal multi-head self-attention. qkv is [B,T,3C] (q, k, v blocks of C, NH heads of C/NH);
-  // out is [B,T,C]; att saves softmax probabilities [B,NH,T,T] for backward.
-  virtual void attention_forward(Stream& s, float* out, float* att, const float* qkv, int B, int T, int C, int NH) = 0;
-  // Writes dqkv (no accumulation); datt is [B,NH,T,T] scratch.
-  virtual void attention_backward(Stream& s, float* dqkv, float* datt, const float* dout, const float* qkv, const float* att,
-                                  int B, int T, int C, int NH) = 0;
+  // Causal multi-head self-attention. qkv is [B,T,3C] (q, k, v blocks of C, NH heads of C/NH); out is
+  // [B,T,C]. `saved` keeps what backward needs, attention_saved_floats(kind, B, NH, T) floats: the cpu
+  // backend keeps the softmax probabilities [B,NH,T,T], the cuda backend (fused, online softmax) only
+  // each row's log-sum-exp [B,NH,T] and recomputes the probabilities in backward.
+  virtual void attention_forward(Stream& s, float* out, float* saved, const float* qkv, int B, int T, int C, int NH) = 0;
+  // Writes dqkv (no accumulation). out and saved are forward's; scratch has
+  // attention_scratch_floats(kind, B, NH, T) floats.
+  virtual void attention_backward(Stream& s, float* dqkv, float* scratch, const float* dout, const float* qkv,
+                                  const float* out, const float* saved, int B, int T, int C, int NH) = 0;
 
   // out = a + b.
   virtual void add(Stream& s, float* out, const float* a, const float* b, std::size_t n) = 0;
@@ -137,5 +140,8 @@ bool cpu_has_amx_bf16();
 // The same for a device kind (what the memory plan sizes the workspace with).
 enum class DeviceKind;
 std::size_t gemm_workspace_floats(DeviceKind kind, DType dtype, const GemmShape& s);
+// Floats attention_forward saves for backward, and attention_backward's scratch, on a device kind.
+std::size_t attention_saved_floats(DeviceKind kind, std::size_t B, std::size_t NH, std::size_t T);
+std::size_t attention_scratch_floats(DeviceKind kind, std::size_t B, std::size_t NH, std::size_t T);
 
 }  // namespace tz

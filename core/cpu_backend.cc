@@ -224,8 +224,8 @@ class CpuBackend final : public Backend {
     cpu::attention_forward(out, att, qkv, B, T, C, NH);
   }
 
-  void attention_backward(Stream&, float* dqkv, float* datt, const float* dout, const float* qkv, const float* att, int B,
-                          int T, int C, int NH) override {
+  void attention_backward(Stream&, float* dqkv, float* datt, const float* dout, const float* qkv, const float*,
+                          const float* att, int B, int T, int C, int NH) override {
     DeviceAccess open{dqkv, datt, dout, qkv, att};
     cpu::attention_backward(dqkv, datt, dout, qkv, att, B, T, C, NH);
   }

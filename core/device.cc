@@ -33,6 +33,15 @@ std::size_t gemm_workspace_floats(DeviceKind kind, DType dtype, const GemmShape&
   return kind == DeviceKind::cpu ? cpu_gemm_workspace_floats(dtype, s) : 0;
 }
 
+// The cpu backend keeps the probabilities and their gradient ([B,NH,T,T] each); the cuda backend's fused
+// kernels keep one log-sum-exp per row and use one float per row (rowsum of dout * out) as scratch.
+std::size_t attention_saved_floats(DeviceKind kind, std::size_t B, std::size_t NH, std::size_t T) {
+  return kind == DeviceKind::cpu ? B * NH * T * T : B * NH * T;
+}
+std::size_t attention_scratch_floats(DeviceKind kind, std::size_t B, std::size_t NH, std::size_t T) {
+  return kind == DeviceKind::cpu ? B * NH * T * T : B * NH * T;
+}
+
 std::unique_ptr<Device> make_device(DeviceKind kind, const DeviceOptions& opt) {
   if (kind == DeviceKind::cpu) return make_cpu_device(opt);
   TZ_FAIL("the cuda device has no training backend in this build yet; use --device cpu");

@@ -54,7 +54,7 @@ std::vector<BufferSpec> Gpt::buffers(const GptConfig& cfg, GptShape s, DType dt,
     f(act_name("ln1 rstd", i), BT);
     f(act_name("qkv", i), BT * 3 * C);
     f(act_name("attention output", i), BT * C);
-    f(act_name("attention probabilities", i), B * NH * T * T);
+    f(act_name("attention probabilities", i), attention_saved_floats(device, B, NH, T));
     f(act_name("residual after attention", i), BT * C);
     f(act_name("ln2", i), BT * C);
     f(act_name("ln2 mean", i), BT);
@@ -74,7 +74,7 @@ std::vector<BufferSpec> Gpt::buffers(const GptConfig& cfg, GptShape s, DType dt,
   f("activations attention output gradient", BT * C);
   f("activations qkv gradient", BT * 3 * C);
   f("activations mlp hidden gradient", BT * 4 * C);
-  f("activations attention probability gradient", B * NH * T * T);
+  f("activations attention probability gradient", attention_scratch_floats(device, B, NH, T));
   if (dt != DType::f32) {
     v.push_back({"activations low-precision matmul input", kActs, MemoryKind::device, BT * 4 * C * 2});
     v.push_back({"activations low-precision gradient", kActs, MemoryKind::device,
@@ -268,7 +268,8 @@ void Gpt::block_backward(Stream& s, int layer, CView p, float* g, const float* r
   be_.gemm(s, Trans::no, Trans::yes, BT, C, C, dy, offset(p, o.attproj_w), datty_.data(), Accumulate::no);
   be_.gemm(s, Trans::yes, Trans::no, C, C, BT, lowp(s, a.atty.data(), lpa, nC), dy, g + o.attproj_w, Accumulate::yes);
   be_.bias_backward(s, g + o.attproj_b, dres, BT, C);
-  be_.attention_backward(s, dqkv_.data(), datt_.data(), datty_.data(), a.qkv.data(), a.att.data(), B, T, C, NH);
+  be_.attention_backward(s, dqkv_.data(), datt_.data(), datty_.data(), a.qkv.data(), a.atty.data(), a.att.data(), B, T, C,
+                         NH);
   // QKV: qkv = ln1 @ Wqkv + b
   dy = lowp(s, dqkv_.data(), lpg, n3C);
   be_.gemm(s, Trans::no, Trans::yes, BT, C, 3 * C, dy, offset(p, o.qkv_w), dln_.data(), Accumulate::no);

@@ -124,8 +124,8 @@ TEST(Attention, BackwardMatchesFiniteDifferencesAndOverwritesDqkv) {
     be->attention_forward(test::cpu_stream(), out.data(), att.data(), qkv.data(), s.B, s.T, s.C, s.NH);
     // dqkv is written, not accumulated, and datt is scratch: NaN in both must not leak through.
     std::vector<float> dqkv(qkv.size(), NAN), datt(att.size(), NAN);
-    be->attention_backward(test::cpu_stream(), dqkv.data(), datt.data(), dout.data(), qkv.data(), att.data(), s.B, s.T, s.C,
-                           s.NH);
+    be->attention_backward(test::cpu_stream(), dqkv.data(), datt.data(), dout.data(), qkv.data(), out.data(), att.data(),
+                           s.B, s.T, s.C, s.NH);
 
     const std::vector<double> L = test::to_double(dout);
     const auto fd = test::central_differences(

@@ -1,0 +1,59 @@
+// The CUDA backend's kernels (besides cuBLASLt's matrix products), one launch function per Backend
+// operation, each enqueued on `stream`. Arguments and semantics are Backend's (core/backend.h); the
+// elementwise arithmetic is core/elementwise.h's and core/dtype.h's TZ_HOST_DEVICE functions, compiled
+// without FMA contraction (--fmad=false, as the CPU's -ffp-contract=off), so an elementwise kernel gives
+// the CPU backend's bits. Reductions use a fixed tree (no float atomics), so results do not depend on
+// timing: the same inputs give the same bits on every run.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "core/backend.h"
+#include "core/dtype.h"
+
+namespace tz::cuda {
+
+// elementwise_kernels.cu
+void add_bias(cudaStream_t s, float* out, CView bias, int rows, int cols);
+void bias_backward(cudaStream_t s, float* dbias, const float* dout, int rows, int cols);
+void encoder_forward(cudaStream_t s, float* out, const std::int32_t* tokens, CView wte, CView wpe, int B, int T, int C);
+void encoder_backward(cudaStream_t s, float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
+                      int C);
+void gelu_forward(cudaStream_t s, float* out, const float* inp, std::size_t n);
+void gelu_backward(cudaStream_t s, float* dinp, const float* inp, const float* dout, std::size_t n);
+void add(cudaStream_t s, float* out, const float* a, const float* b, std::size_t n);
+void axpy(cudaStream_t s, float* y, float alpha, const float* x, std::size_t n);
+void fill(cudaStream_t s, float* x, float value, std::size_t n);
+void cast(cudaStream_t s, void* dst, DType dst_type, const void* src, DType src_type, std::size_t n);
+
+// layernorm_kernels.cu
+void layernorm_forward(cudaStream_t s, float* out, float* mean, float* rstd, const float* inp, CView w, CView b, int N,
+                       int C);
+void layernorm_backward(cudaStream_t s, float* dinp, float* dw, float* db, const float* dout, const float* inp, CView w,
+                        const float* mean, const float* rstd, int N, int C);
+
+// xent_kernels.cu: one block per row; the row is read in chunks (online max and sum), never copied.
+void softmax_xent(cudaStream_t s, float* losses, float* logits, const std::int32_t* targets, int N, int V, int Vp,
+                  float dloss);
+
+// reduce_kernels.cu: fixed-size chunks summed in double, then the chunk sums in chunk order.
+void sum(cudaStream_t s, double* acc, const float* x, std::size_t n);
+void sum(cudaStream_t s, double* acc, const double* x, std::size_t n);
+void sum_squares(cudaStream_t s, double* acc, const float* x, std::size_t n);
+void check_finite(cudaStream_t s, double* acc, const float* x, std::size_t n);
+
+// adam_kernels.cu: math::adamw_update per element, the working copy written through from_float.
+void adamw(cudaStream_t s, float* p, float* m, float* v, const float* g, std::size_t n, const AdamStep& step, void* working,
+           DType working_type);
+
+// attention_kernels.cu: fused causal attention with an online softmax (no [T,T] matrix in global
+// memory). lse: [B,NH,T] log-sum-exp of each query row's scaled scores (what backward needs);
+// drow: [B,NH,T] scratch (rowsum of dout * out).
+void attention_forward(cudaStream_t s, float* out, float* lse, const float* qkv, int B, int T, int C, int NH);
+void attention_backward(cudaStream_t s, float* dqkv, float* drow, const float* dout, const float* qkv, const float* out,
+                        const float* lse, int B, int T, int C, int NH);
+
+}  // namespace tz::cuda
