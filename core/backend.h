@@ -132,10 +132,12 @@ std::unique_ptr<Backend> make_cpu_backend();
 // Floats of workspace the CPU backend's gemm uses for one product: fp16 inputs are always widened to
 // fp32 (oneDNN 2.6 has no fp16 matmul without AMX-FP16); bf16 inputs of a transposed product are widened
 // on CPUs without AMX, where oneDNN's bf16 kernels run at ~60% of its fp32 ones for those layouts, up to
-// kGemmWidenLimit floats (larger products stay bf16). 0: none.
+// kGemmWidenLimit floats (larger products stay bf16); on CPUs without AVX-512 (no oneDNN bf16 matmul)
+// every bf16 product is widened. 0: none.
 inline constexpr std::size_t kGemmWidenLimit = std::size_t(16) << 20;
 std::size_t cpu_gemm_workspace_floats(DType dtype, const GemmShape& s);
 bool cpu_has_amx_bf16();
+bool cpu_has_onednn_bf16();
 
 // The same for a device kind (what the memory plan sizes the workspace with).
 enum class DeviceKind;

@@ -35,9 +35,19 @@ bool cpu_has_amx_bf16() {
   return amx;
 }
 
+// oneDNN 2.6 runs bf16 matmuls on AVX-512 (avx512_core, with or without the bf16 instructions) and AMX
+// only: on an AVX2-only CPU (e.g. some AMD EPYC machines) it has no bf16 matmul at all ("could not
+// create a primitive descriptor iterator").
+bool cpu_has_onednn_bf16() {
+  static const bool ok = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+  return ok;
+}
+
 std::size_t cpu_gemm_workspace_floats(DType dtype, const GemmShape& s) {
   const std::size_t need = std::size_t(s.M) * s.K + std::size_t(s.K) * s.N;
   if (dtype == DType::f16) return need;
+  if (dtype == DType::bf16 && !cpu_has_onednn_bf16()) return need;
   const bool transposed = s.ta == Trans::yes || s.tb == Trans::yes;
   if (dtype == DType::bf16 && transposed && !cpu_has_amx_bf16() && need <= kGemmWidenLimit) return need;
   return 0;
