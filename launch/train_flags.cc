@@ -118,6 +118,11 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
       "the same for Adam m only (-1: --offload-ratio)")("offload-ratio-v",
                                                         po::value(&f.ratio_v)->default_value(-1.0),
                                                         "the same for Adam v only (-1: --offload-ratio)")(
+      "overlap-optimizer", po::value(&f.overlap_opt)->default_value("auto"),
+      "with --offload-optimizer cpu at stages 2-3: start each group's CPU Adam during backward, as soon as "
+      "its reduced gradient is on the host, and roll it back exactly when clipping or an fp16 overflow "
+      "then calls for it: auto (on with --device cuda), on or off. Costs 12 + 2 bytes of pinned host "
+      "memory per offloaded optimizer element")(
       "offload-activations", po::value(&f.offload_act)->default_value("none"),
       "where the activation checkpoints (each block's input) live: none (the device) or cpu")(
       "host-mem", po::value(&f.host_mem)->default_value("unlimited"), "budget of the host tier, e.g. 16G")(
@@ -198,6 +203,7 @@ void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   f.o.offload.optimizer = parse_offload_device(f.offload_opt, "--offload-optimizer");
   f.o.offload.param = parse_offload_device(f.offload_param, "--offload-param");
   f.o.offload.activations = parse_offload_device(f.offload_act, "--offload-activations");
+  f.o.offload.overlap_optimizer = parse_optimizer_overlap(f.overlap_opt);
   f.o.offload.host_mem = parse_bytes(f.host_mem);
   f.o.offload.host_ratio_master = f.o.offload.host_ratio_m = f.o.offload.host_ratio_v = f.ratio;
   f.o.offload.nvme_mem = parse_bytes(f.nvme_mem);

@@ -19,7 +19,7 @@ struct TrainFlags {
   std::string bind_cores = "none";  // none | auto (launch/train_cmd.cc applies it)
   std::string config, reduce_bucket, allgather_bucket, prefetch_bucket, max_live, persistence;
   double comm_timeout = 300;
-  std::string offload_opt, offload_param, offload_act, host_mem, nvme_mem;
+  std::string offload_opt, offload_param, offload_act, host_mem, nvme_mem, overlap_opt;
   double ratio = 1.0, ratio_master = -1, ratio_m = -1, ratio_v = -1;
 };
 

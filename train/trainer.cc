@@ -299,6 +299,7 @@ void Loop::report(int s, float loss, const StepStats& st, const StepTimes& t, co
       {"comm", comm_record(after, before)},
       {"comm_overlap", comm_overlap_record(after, before)},
       {"offload", offload_record(*run_.engine, t)},
+      {"speculative_optimizer", {{"kept", st.speculative_kept}, {"rolled_back", st.speculative_rolled_back}}},
       {"bytes", {{"device", dev.used()}, {"host", host.used()}, {"nvme", run_.engine->nvme_budget().used()}}},
       {"peak_bytes",
        {{"device", dev.peak()}, {"host", host.peak()}, {"nvme", run_.engine->nvme_budget().peak()}}}};

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <tuple>
 
 #include "core/backend.h"
 #include "core/error.h"
@@ -53,6 +54,17 @@ Engine::Engine(Device& dev, Stream& stream, Communicator& comm, const MemoryPlan
   optimizer_ =
       std::make_unique<OptimizerStep>(dev, stream, comm, plan, groups_, planned, optimizer_swap_.get(),
                                       param_swap_.get(), plan.in.zero.allgather_bucket_size);
+  if (reducer_ && optimizer_->speculation()) {
+    // At the last micro-step a group's reduced gradient on the host is final: its CPU Adam can start
+    // while backward goes on (validated, and kept or rolled back, in step()).
+    reducer_->on_delivered([this](int g) {
+      if (!last_micro_) return;
+      const float unscale = 1.0f / (float(comm_.size()) * (fp16_ ? scaler_.scale() : 1.0f));
+      const AdamStep a{learning_rate(cfg_.lr, step_ + 1), cfg_.adam.beta1, cfg_.adam.beta2, cfg_.adam.eps, 0.0f,
+                       step_ + 1, unscale};
+      optimizer_->speculation()->start(g, a, cfg_.adam.weight_decay);
+    });
+  }
   initialize(init);
   if (store_) {
     // The host buffers the store reads into and writes from, registered as io_uring fixed buffers
@@ -193,6 +205,7 @@ StepStats Engine::step() {
   const bool overflow = !std::isfinite(total);
   st.grad_norm = std::sqrt(total) * unscale;
   if (fp16_ ? scaler_.update(overflow) : overflow) {
+    optimizer_->discard_speculation();
     TZ_CHECK(fp16_, "the gradient norm is not finite at step ", step_ + 1,
              ": training diverged (NaN/Inf); lower --lr or raise --warmup");
     st.skipped = true;  // on every rank: they all saw the same total
@@ -200,6 +213,7 @@ StepStats Engine::step() {
     st.lr = learning_rate(cfg_.lr, std::max(step_, 1));
     optimizer_->zero_grads();
     ++computing_;
+    count_speculation(st);
     return st;
   }
   st.step = ++step_;
@@ -211,7 +225,13 @@ StepStats Engine::step() {
   const AdamStep a{st.lr, cfg_.adam.beta1, cfg_.adam.beta2, cfg_.adam.eps, 0.0f, st.step, unscale * clip};
   optimizer_->update(a, cfg_.adam.weight_decay);
   optimizer_->zero_grads();
+  count_speculation(st);
   return st;
+}
+
+void Engine::count_speculation(StepStats& st) {
+  if (SpeculativeAdam* spec = optimizer_->speculation())
+    std::tie(st.speculative_kept, st.speculative_rolled_back) = spec->take_counts();
 }
 
 std::vector<float> Engine::gather_master(int g) {

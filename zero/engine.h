@@ -33,6 +33,9 @@ struct StepStats {
   double grad_norm = 0;  // of the averaged, unscaled gradient
   bool skipped = false;  // fp16 overflow: no update on any rank
   float loss_scale = 1;  // the scale used for this step's backward
+  // Groups whose CPU Adam ran during backward (SpeculativeAdam) and was kept, or rolled back and redone
+  // (clipping) or undone (a skipped step); both 0 without speculation.
+  int speculative_kept = 0, speculative_rolled_back = 0;
 };
 
 // The optimizer and precision settings the engine runs with (the plan holds the ZeRO and offload ones).
@@ -116,6 +119,7 @@ class Engine final : public ParamProvider {
   void initialize(const GroupInit& init);
   void make_reducer(PlannedBuffers& planned);
   void make_gatherer(PlannedBuffers& planned);
+  void count_speculation(StepStats& st);
 
   Device& dev_;
   Stream& stream_;

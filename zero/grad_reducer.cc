@@ -142,6 +142,7 @@ void GradReducer::deliver(Slot& s) {
       be.copy_async(stream_, d.ptr, src, n * sizeof(float));
     else
       be.axpy(stream_, d.ptr, 1.0f, src, n);
+    if (delivered_) delivered_(g);
   }
   s.launch = -1;
 }

@@ -57,6 +57,9 @@ class GradReducer {
   // Delivers every launched bucket: each destination then holds its result. Every group must have
   // arrived since the last flush (or none).
   void flush();
+  // Called with each group as soon as its destination holds the reduced gradient (host destinations:
+  // in host memory already; device ones: in stream order).
+  void on_delivered(std::function<void(int)> fn) { delivered_ = std::move(fn); }
 
  private:
   struct Slot;
@@ -75,6 +78,7 @@ class GradReducer {
   Buffer<float> host_staging_;
   std::unique_ptr<Event> copied_;
   std::size_t next_ = 0;  // position in plan_.order of the group expected next
+  std::function<void(int)> delivered_;
 };
 
 }  // namespace tz

@@ -52,6 +52,7 @@ std::vector<BufferSpec> OptimizerStep::buffers(const MemoryPlan& p) {
   stage(up, "optimizer staging: working params", chunk * es);
   if (down)
     v.push_back({"optimizer output: working params", "device staging", MemoryKind::device, chunk * es});
+  for (BufferSpec& b : SpeculativeAdam::buffers(p)) v.push_back(std::move(b));
   return v;
 }
 
@@ -81,6 +82,7 @@ OptimizerStep::OptimizerStep(Device& dev, Stream& stream, Communicator& comm, co
   take(stage_v_, "optimizer staging: adam v");
   take(stage_params_, "optimizer staging: working params");
   take(device_params_out_, "optimizer output: working params");
+  if (SpeculativeAdam::enabled(plan)) spec_ = std::make_unique<SpeculativeAdam>(plan, groups, planned);
 }
 
 double OptimizerStep::global_norm_squared() {
@@ -110,14 +112,38 @@ double OptimizerStep::global_norm_squared() {
   return readback_.data()[G];
 }
 
+bool OptimizerStep::keep_speculative(GroupState& g, const AdamStep& a, float wd) {
+  if (!spec_ || !spec_->started(g.index)) return false;
+  if (!spec_->done_with(g.index, a, wd)) {
+    spec_->roll_back(g.index);
+    return false;
+  }
+  spec_->count_kept();
+  if (const std::uint8_t* out = spec_->working_out(g.index)) {
+    const GroupPlacement& gp = *g.place;
+    be_.copy_async(stream_, g.params_at(gp.opt_range.offset), out, gp.opt_range.count * dtype_size(g.working));
+  }
+  return true;
+}
+
+void OptimizerStep::discard_speculation() {
+  if (!spec_) return;
+  spec_->finish();
+  for (GroupState& g : groups_)
+    if (spec_->started(g.index)) spec_->roll_back(g.index);
+  spec_->reset();
+}
+
 void OptimizerStep::update(const AdamStep& adam, float wd) {
+  if (spec_) spec_->finish();
   if (optimizer_swap_) {
     // read k+1 / update k / write k-1 through the staging ring
     optimizer_swap_->for_each([&](int g, std::size_t begin, std::size_t n, float* p, float* m, float* v) {
       update_on_host(groups_[g], begin, n, p, m, v, adam, wd);
     });
   } else {
-    for (GroupState& g : groups_)
+    for (GroupState& g : groups_) {
+      if (keep_speculative(g, adam, wd)) continue;
       for (std::size_t b = 0; b < g.place->opt_range.count; b += plan_.update_chunk) {
         const std::size_t n = std::min(plan_.update_chunk, g.place->opt_range.count - b);
         if (g.place->update_on == Tier::device)
@@ -125,6 +151,13 @@ void OptimizerStep::update(const AdamStep& adam, float wd) {
         else
           update_on_host(g, b, n, nullptr, nullptr, nullptr, adam, wd);
       }
+    }
+  }
+  if (spec_) {
+    // The copies up read the arena; the next step's speculation writes it.
+    copied_->record(stream_);
+    copied_->synchronize();
+    spec_->reset();
   }
   if (param_swap_) param_swap_->drain();
   regather();

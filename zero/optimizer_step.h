@@ -16,6 +16,7 @@
 #include "zero/group_state.h"
 #include "zero/optimizer_swapper.h"
 #include "zero/param_swapper.h"
+#include "zero/speculative_adam.h"
 #include "zero/zero_options.h"
 
 namespace tz {
@@ -35,8 +36,15 @@ class OptimizerStep {
   double global_norm_squared();
   // AdamW over every group (`adam` with the step's lr, step and gradient scale; weight decay per
   // tensor), the working params written back, whole params all-gathered.
+  // Groups updated speculatively during backward with exactly (adam, weight_decay) are kept (their
+  // device params copied up); any other speculative update is rolled back and redone.
   void update(const AdamStep& adam, float weight_decay);
   void zero_grads();
+
+  // Speculation (null when the plan has it off): start() as each group's reduced gradient reaches the
+  // host at the last micro-step; discard_speculation() when the step is skipped.
+  SpeculativeAdam* speculation() { return spec_.get(); }
+  void discard_speculation();
 
  private:
   struct HostStaging;
@@ -44,6 +52,8 @@ class OptimizerStep {
   void update_on_host(GroupState& g, std::size_t begin, std::size_t n, float* p, float* m, float* v,
                       const AdamStep& a, float wd);
   void regather();
+  // Resolves group g's speculative update: true when it stands (nothing left to do for g).
+  bool keep_speculative(GroupState& g, const AdamStep& a, float wd);
 
   Device& dev_;
   Backend& be_;
@@ -60,6 +70,7 @@ class OptimizerStep {
   Buffer<std::uint8_t> stage_params_;                            // pinned: working params going up
   Buffer<std::uint8_t> device_params_out_;                       // device: working params going down
   std::unique_ptr<Event> copied_;
+  std::unique_ptr<SpeculativeAdam> spec_;
 };
 
 }  // namespace tz

@@ -47,6 +47,12 @@ Tier parse_offload_device(const std::string& s, const std::string& what);  // "n
 std::string tier_name(Tier t);
 
 // ZeRO-Offload / ZeRO-Infinity (DeepSpeed's offload_optimizer, offload_param and aio sections).
+// Whether the CPU Adam of an offloaded group starts during backward, speculatively (SpeculativeAdam):
+// automatic = on a cuda device (on a cpu device it would compete with backward for the cores).
+enum class OptimizerOverlap { automatic, on, off };
+OptimizerOverlap parse_optimizer_overlap(const std::string& s);
+std::string optimizer_overlap_name(OptimizerOverlap o);
+
 struct OffloadOptions {
   Tier optimizer = Tier::device;    // fp32 master, Adam m and v (and the fp32 gradient shards, stages 2-3)
   Tier param = Tier::device;        // stage 3: the working-parameter shards
@@ -66,6 +72,7 @@ struct OffloadOptions {
   // lives on the host tier; the rest stays on the device (DeepSpeed's offload_optimizer.ratio, here
   // settable per class). Whole flat groups move, in group order, until the share is reached.
   double host_ratio_master = 1.0, host_ratio_m = 1.0, host_ratio_v = 1.0;
+  OptimizerOverlap overlap_optimizer = OptimizerOverlap::automatic;
 };
 
 }  // namespace tz
