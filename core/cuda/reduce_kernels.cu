@@ -39,12 +39,15 @@ __global__ void chunk_sums_kernel(const float* x, std::size_t n, std::size_t fir
   if (threadIdx.x == 0) g_chunk_sums[blockIdx.x] = t;
 }
 
-// One thread: the round's chunk sums in chunk order onto the running total; the last round adds the
-// total to acc[0] (acc[0] += 0 when there was nothing to sum, as on the CPU).
-__global__ void add_chunk_sums_kernel(double* acc, unsigned count, bool first_round, bool last_round) {
-  double t = first_round ? 0.0 : g_running;
+// Where a round stands among the rounds of one sum.
+enum class Round : unsigned char { only, first, middle, last };
+
+// One thread: the round's chunk sums in chunk order onto the running total (0 in the first round); the
+// last round adds the total to acc[0] (acc[0] += 0 when there was nothing to sum, as on the CPU).
+__global__ void add_chunk_sums_kernel(double* acc, unsigned count, Round round) {
+  double t = round == Round::only || round == Round::first ? 0.0 : g_running;
   for (unsigned c = 0; c < count; ++c) t += g_chunk_sums[c];
-  if (last_round)
+  if (round == Round::only || round == Round::last)
     acc[0] += t;
   else
     g_running = t;
@@ -60,7 +63,10 @@ void chunked_sum(cudaStream_t s, double* acc, const float* x, std::size_t n) {
       chunk_sums_kernel<kTerm><<<count, kChunkThreads, 0, s>>>(x, n, first);
       TZ_CUDA_CHECK(cudaGetLastError());
     }
-    add_chunk_sums_kernel<<<1, 1, 0, s>>>(acc, count, first == 0, first + count >= chunks);
+    const bool first_round = first == 0, last_round = first + count >= chunks;
+    const Round round =
+        first_round ? (last_round ? Round::only : Round::first) : (last_round ? Round::last : Round::middle);
+    add_chunk_sums_kernel<<<1, 1, 0, s>>>(acc, count, round);
     TZ_CUDA_CHECK(cudaGetLastError());
     first += count;
   } while (first < chunks);
