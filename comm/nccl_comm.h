@@ -15,13 +15,21 @@
 #include "comm/world.h"
 #include "core/cuda/cuda_stream.h"
 
+namespace tz::detail {
+// NCCL's description of its last error ("" when it has none to give).
+inline const char* nccl_last_error() {
+  const char* s = ncclGetLastError(nullptr);  // the comm argument is unused by NCCL
+  return s ? s : "";
+}
+}  // namespace tz::detail
+
 // TZ_NCCL_CHECK(call): an NCCL call that must return ncclSuccess (ncclInProgress, which a
 // non-blocking communicator returns, is the caller's to handle before this check).
 #define TZ_NCCL_CHECK(call)                                                                              \
   do {                                                                                                   \
     ncclResult_t tz_nccl_rc_ = (call);                                                                   \
     TZ_CHECK_GEN("NCCL call failed", tz_nccl_rc_ == ncclSuccess, #call, ncclGetErrorString(tz_nccl_rc_), \
-                 " (", int(tz_nccl_rc_), "): ", ncclGetLastError(nullptr));                              \
+                 " (", int(tz_nccl_rc_), "): ", ::tz::detail::nccl_last_error());                        \
   } while (0)
 
 static_assert(NCCL_VERSION_CODE >= NCCL_VERSION(2, 19, 0),

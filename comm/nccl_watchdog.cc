@@ -33,7 +33,7 @@ constexpr std::chrono::milliseconds kMaxGrace{10'000};
 double seconds(NcclClock::duration d) { return std::chrono::duration<double>(d).count(); }
 
 std::string nccl_error(ncclResult_t rc) {
-  const char* last = ncclGetLastError(nullptr);
+  const char* last = ncclGetLastError(nullptr);  // the comm argument is unused by NCCL
   return detail::concat(ncclGetErrorString(rc), " (", int(rc), ")", last && *last ? ": " : "",
                         last ? last : "");
 }
@@ -218,7 +218,6 @@ std::unique_ptr<Work> NcclWatchdog::track(std::shared_ptr<NcclOp> op) {
     std::lock_guard<std::mutex> lk(mu_);
     in_flight_.push_back(op);
   }
-  wake_.notify_one();
   return std::make_unique<NcclWork>(*this, std::move(op));
 }
 

@@ -1,4 +1,4 @@
-// Tests comm/nccl_comm.h at 2 ranks, one GPU each: every collective in fp32, bf16 and fp64 on small
+// Tests comm/nccl_comm.h at 1 and 2 ranks, one GPU each: every collective in fp32, bf16 and fp64 on small
 // integers (exact in every dtype, so the result does not depend on NCCL's order of additions), in place
 // and out of place, counts 1, 1000 and 2^20 + 3; the producer stream; statistics; argument checks; and
 // the deadline that aborts the communicator. Skips, on every rank, when a rank has fewer GPUs than
@@ -331,11 +331,13 @@ TEST_F(Nccl, StatsFollowTheBusBandwidthConventionAndTimeEveryCollective) {
   EXPECT_DOUBLE_EQ(s.elements_sent[idx(Collective::all_reduce)], 2.0 * (n - 1) / n * 1000);
   EXPECT_DOUBLE_EQ(s.elements_sent[idx(Collective::reduce_scatter)], (n - 1) * 10);
   EXPECT_DOUBLE_EQ(s.elements_sent[idx(Collective::all_gather)], (n - 1) * 10);
-  EXPECT_DOUBLE_EQ(s.elements_sent[idx(Collective::broadcast)], r_ == 0 ? 10.0 : 0.0);
+  EXPECT_DOUBLE_EQ(s.elements_sent[idx(Collective::broadcast)], r_ == 0 && n_ > 1 ? 10.0 : 0.0);
   EXPECT_DOUBLE_EQ(s.bytes_sent[idx(Collective::all_reduce)], 4 * 2.0 * (n - 1) / n * 1000);
   EXPECT_DOUBLE_EQ(s.elements_sent[idx(Collective::barrier)], 0.0);
   for (int k = 0; k < kNumCollectives; ++k) {
-    EXPECT_GT(s.busy_seconds[k], 0.0) << collective_name(Collective(k));
+    // (At 1 rank NCCL may move nothing: an in-place collective there can take no GPU time at all.)
+    EXPECT_GE(s.busy_seconds[k], 0.0) << collective_name(Collective(k));
+    if (n_ > 1) EXPECT_GT(s.busy_seconds[k], 0.0) << collective_name(Collective(k));
     EXPECT_LT(s.busy_seconds[k], 10.0) << collective_name(Collective(k));
     EXPECT_GE(s.wait_seconds[k], 0.0) << collective_name(Collective(k));
   }
@@ -394,6 +396,7 @@ TEST_F(Nccl, AWorkDestroyedUnwaitedCompletesAndDoneNeverBlocks) {
 // watchdog's grace), so its communicator, never used, is destroyed quietly after the ranks meet again
 // over MPI.
 TEST_F(Nccl, AMissedDeadlineAbortsTheCommunicatorAndNamesTheCollective) {
+  if (n_ < 2) GTEST_SKIP() << "needs 2 ranks, has " << n_;
   comm_->set_timeout(std::chrono::seconds(r_ == 0 ? 2 : 10));
   if (r_ == 0) {
     DeviceArray<float> buf(1024, s_);
