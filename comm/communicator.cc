@@ -30,6 +30,22 @@ std::string collective_name(Collective c) {
   return "collective " + std::to_string(int(c));
 }
 
+double bus_elements_sent(Collective kind, std::size_t count, int rank, int size, int root) {
+  switch (kind) {
+    case Collective::reduce_scatter:
+    case Collective::all_gather:
+      return double(size - 1) * double(count);  // (N-1)/N of the whole message of N x count
+    case Collective::all_reduce:
+      return 2.0 * double(size - 1) * double(count) / double(size);
+    case Collective::broadcast:
+      // Only the root sends; in a world of one nothing is sent at all.
+      return rank == root && size > 1 ? double(count) : 0.0;
+    case Collective::barrier:
+      return 0.0;
+  }
+  return 0.0;
+}
+
 void CommStatsAccumulator::add_call(Collective k, double elements_sent, double bytes_sent) {
   std::lock_guard<std::mutex> lock(mu_);
   stats_.calls[int(k)] += 1;

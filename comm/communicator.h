@@ -37,6 +37,11 @@ struct CommStats {
   int calls[kNumCollectives] = {};
 };
 
+// The elements one rank sends in a collective by the convention above, for CommStats: `count` as the
+// collective takes it (per rank for reduce_scatter and all_gather, the buffer for all_reduce and
+// broadcast). Every backend counts with it, so their statistics compare.
+double bus_elements_sent(Collective kind, std::size_t count, int rank, int size, int root = 0);
+
 // CommStats updated from several threads (the caller's, a progress thread) and read as snapshots
 // between steps.
 class CommStatsAccumulator {

@@ -216,7 +216,7 @@ std::unique_ptr<Work> MpiCommunicator::reduce_scatter(const void* send, void* re
     o->move_to = recv;
     o->move_bytes = count * dtype_size(dtype);
   }
-  return submit(o, double(size_ - 1) * double(count));
+  return submit(o, bus_elements_sent(Collective::reduce_scatter, count, rank_, size_));
 }
 
 std::unique_ptr<Work> MpiCommunicator::all_gather(const void* send, void* recv, std::size_t count,
@@ -229,7 +229,7 @@ std::unique_ptr<Work> MpiCommunicator::all_gather(const void* send, void* recv, 
   o->call.recv = recv;
   o->call.count = int(count);
   o->call.type = mpi_datatype(dtype);
-  return submit(o, double(size_ - 1) * double(count));
+  return submit(o, bus_elements_sent(Collective::all_gather, count, rank_, size_));
 }
 
 std::unique_ptr<Work> MpiCommunicator::all_reduce(void* buf, std::size_t count, DType dtype, ReduceOp op) {
@@ -241,7 +241,7 @@ std::unique_ptr<Work> MpiCommunicator::all_reduce(void* buf, std::size_t count, 
   o->call.count = int(count);
   o->call.type = mpi_datatype(dtype);
   o->call.reduce = mpi_reduce_op(dtype, op);
-  return submit(o, 2.0 * double(size_ - 1) * double(count) / double(size_));
+  return submit(o, bus_elements_sent(Collective::all_reduce, count, rank_, size_));
 }
 
 std::unique_ptr<Work> MpiCommunicator::broadcast(void* buf, std::size_t count, DType dtype, int root) {
@@ -253,12 +253,12 @@ std::unique_ptr<Work> MpiCommunicator::broadcast(void* buf, std::size_t count, D
   o->call.count = int(count);
   o->call.type = mpi_datatype(dtype);
   o->call.root = root;
-  // Only the root sends; in a world of one nothing is sent at all.
-  return submit(o, rank_ == root && size_ > 1 ? double(count) : 0.0);
+  return submit(o, bus_elements_sent(Collective::broadcast, count, rank_, size_, root));
 }
 
 std::unique_ptr<Work> MpiCommunicator::barrier() {
-  return submit(new_op(Collective::barrier, 0, DType::f32, nullptr, nullptr), 0.0);
+  return submit(new_op(Collective::barrier, 0, DType::f32, nullptr, nullptr),
+                bus_elements_sent(Collective::barrier, 0, rank_, size_));
 }
 
 void MpiCommunicator::abort(int code) noexcept { abort_mpi_job(code); }
