@@ -1,6 +1,7 @@
 // train_mfu: reads the step records of a metrics file and reduces them to medians.
 #include "perf/train_mfu.h"
 
+#include <cmath>
 #include <fstream>
 #include <vector>
 
@@ -37,7 +38,8 @@ nlohmann::json train_mfu(const TrainMfuOptions& opt) {
     bwd.push_back(ms.value("backward", 0.0));
     optim.push_back(ms.value("optimizer", 0.0));
     wait.push_back(ms.value("comm_wait", 0.0));
-    tokens_per_step = r["tokens_per_s"].get<double>() * ms.at("step").get<double>() / 1e3;
+    // A whole number of tokens (B x T x accumulation x ranks), recovered from the rounded-off rate.
+    tokens_per_step = std::round(r["tokens_per_s"].get<double>() * ms.at("step").get<double>() / 1e3);
     last = r;
   }
   TZ_CHECK(!step.empty(), opt.metrics, " has ", seen, " step record", seen == 1 ? "" : "s",
