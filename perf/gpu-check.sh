@@ -140,12 +140,15 @@ else
   BUILD=$ROOT/build-gpu
   if run_stage configure 120 cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTZ_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES=90; then
-    # Only what the stages run: tierzero and the executables of the tests labelled cuda.
+    # Only what the stages run: tierzero and the executables of the tests labelled cuda. Before the build
+    # ctest lists no command for a missing executable, so the targets come from the tests' names too
+    # (<target>.<Suite>.<Name>, <target>_np<N>[_t2].<Suite>.<Name>: cmake/tz_helpers.cmake).
     targets=$(ctest --test-dir "$BUILD" -L cuda --show-only=json-v1 2>/dev/null |
-      jq -r '.tests[]?.command[]?' | grep "^$BUILD/" | xargs -r -n1 basename | sort -u)
+      jq -r '.tests[]? | (.name | split(".")[0] | sub("_np[0-9]+(_t2)?$"; "")), (.command[]? | split("/")[-1])' |
+      sort -u)
     known=$(ninja -C "$BUILD" -t targets all 2>/dev/null | cut -d: -f1)
     wanted=(tierzero)
-    for t in $targets; do grep -qx "$t" <<<"$known" && wanted+=("$t"); done
+    for t in $targets; do grep -qxF -- "$t" <<<"$known" && wanted+=("$t"); done
     run_stage build 360 cmake --build "$BUILD" -j "$JOBS" --target "${wanted[@]}" || NO_BUILD="the build did not finish"
   else
     NO_BUILD="cmake's configure did not finish"
