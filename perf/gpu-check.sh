@@ -58,6 +58,7 @@ mkdir -p "$(dirname "$RESULT")" "$LOGS/stages" "$LOGS/data" || exit 2
 STAGES=$LOGS/stages  # one JSON record per stage, numbered in run order
 DATA=$LOGS/data      # one JSON object per figure-producing stage
 N=0
+LAST_SECONDS=0 # how long the last stage run took
 
 elapsed() { echo $(($(date +%s) - START)); }
 
@@ -117,6 +118,7 @@ run_stage() {
     *) status=failed reason="exit $rc: $(last_line "$LOGS/$name.err")" ;;
   esac
   record "$name" "$status" "$rc" "$secs" "$limit" "$reason" "$*"
+  LAST_SECONDS=$secs
   [[ "$status" != ok ]] && echo "gpu-check: $name: $status${reason:+: $reason}"
   [[ "$status" == ok ]]
 }
@@ -224,16 +226,23 @@ TRAIN_FLAGS=(--device cuda --model gpt2-xl --dtype bf16 --seq-len 1024 --micro-b
 PLAN_FLAGS=(--model gpt2-xl --dtype bf16 --seq-len 1024 --micro-batch "$MB" --grad-accum "$ACCUM" --world 1
   --hardware h200-141g)
 
-# step_run KEY EXTRA_FLAGS...: trains, then reduces its metrics file to MFU (bench mfu).
+# step_run KEY EXTRA_FLAGS...: trains, then reduces its metrics file to MFU (bench mfu). The limit covers
+# the trainer's start: it initialises gpt2-xl's 1.56B parameters on one host thread (~30-60 ns each).
 step_run() {
   local key=$1
   shift
-  if run_stage "$key" 120 "$TZ" train "${TRAIN_FLAGS[@]}" --metrics "$LOGS/$key.jsonl" "$@"; then
+  local wall
+  if run_stage "$key" 180 "$TZ" train "${TRAIN_FLAGS[@]}" --metrics "$LOGS/$key.jsonl" "$@"; then
+    wall=$LAST_SECONDS
     run_stage "${key}_mfu" 20 "$TZ" bench mfu --metrics "$LOGS/$key.jsonl" --model gpt2-xl --seq-len 1024 \
       --skip "$SKIP_STEPS" --json && keep_json "${key}_mfu" "$key"
   fi
+  # The run's flags, its wall time, and the part of it before and after the steps (start-up: parameter
+  # initialisation and upload; the closing validation).
   [[ -f "$DATA/$key.json" ]] && jq --argjson flags "$(printf '%s\n' "$@" | jq -R . | jq -sc 'map(select(. != ""))')" \
-    '. + {extra_flags: $flags}' "$DATA/$key.json" >"$DATA/$key.tmp" && mv "$DATA/$key.tmp" "$DATA/$key.json"
+    --argjson wall "$wall" --argjson steps "$STEPS" \
+    '. + {extra_flags: $flags, wall_s: $wall, outside_steps_s: ($wall - $steps * .ms_per_step / 1000)}' \
+    "$DATA/$key.json" >"$DATA/$key.tmp" && mv "$DATA/$key.tmp" "$DATA/$key.json"
 }
 
 STEP_KEYS=(step_no_offload step_optimizer_cpu step_param_offload)

@@ -16,7 +16,7 @@ nlohmann::json train_mfu(const TrainMfuOptions& opt) {
   std::ifstream f(opt.metrics);
   TZ_CHECK(bool(f), "cannot read the metrics file ", opt.metrics,
            ": run tierzero train --metrics FILE first");
-  std::vector<double> step, fwd, bwd, optim, wait;
+  std::vector<double> step, fwd, bwd, optim, wait, losses;
   nlohmann::json last;
   double tokens_per_step = 0;
   int seen = 0, line_no = 0;
@@ -31,6 +31,8 @@ nlohmann::json train_mfu(const TrainMfuOptions& opt) {
               "): a metrics file of tierzero train?");
     }
     if (!r.is_object() || !r.contains("ms") || !r.contains("tokens_per_s")) continue;  // validation records
+    if (r.contains("loss") && r["loss"].is_number())
+      losses.push_back(r["loss"].get<double>());  // every step's: is it training?
     if (seen++ < opt.skip) continue;
     const nlohmann::json& ms = r["ms"];
     step.push_back(ms.at("step").get<double>());
@@ -66,6 +68,7 @@ nlohmann::json train_mfu(const TrainMfuOptions& opt) {
       {"peak_tflops", opt.peak_tflops > 0 ? nlohmann::json(opt.peak_tflops) : nlohmann::json(nullptr)},
       {"peak_source", opt.peak_source},
       {"mfu", opt.peak_tflops > 0 ? nlohmann::json(tflops / opt.peak_tflops) : nlohmann::json(nullptr)}};
+  out["losses"] = losses;
   if (last.contains("peak_bytes")) out["peak_bytes"] = last["peak_bytes"];
   if (last.contains("offload")) out["offload_last_step"] = last["offload"];
   return out;

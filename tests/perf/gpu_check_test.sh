@@ -56,7 +56,8 @@ if [[ "$MODE" == fake ]]; then
     >"$F/step_no_offload.out" 2>&1 || fail "tierzero train --model tiny"
   "$TZ" bench mfu --metrics "$W/m.jsonl" --model tiny --seq-len 32 --skip 1 --peak-tflops 1 --json >"$W/mfu.json" ||
     fail "bench mfu"
-  jq -e '.steps_used == 3 and .ms_per_step > 0 and .mfu > 0 and .tokens_per_step == 64' "$W/mfu.json" >/dev/null ||
+  jq -e '.steps_used == 3 and .ms_per_step > 0 and .mfu > 0 and .tokens_per_step == 64 and (.losses | length) == 4' \
+    "$W/mfu.json" >/dev/null ||
     fail "bench mfu's figures: $(cat "$W/mfu.json")"
   jq -c '.mfu = 0.45 | .ms_per_step = 800' "$W/mfu.json" >"$F/step_no_offload_mfu.out"
   cp "$F/step_no_offload.out" "$F/step_optimizer_cpu.out"
@@ -87,6 +88,7 @@ EOF
   expect '.stages.step_param_offload_mfu == null and .figures.step_param_offload == null'
   expect '.stages.nccl.status == "skipped" and .stages.nccl.reason == "1 GPU"'
   expect '.figures.step_optimizer_cpu.extra_flags == ["--offload-optimizer", "cpu"] and .figures.step_no_offload.extra_flags == []'
+  expect '(.figures.step_no_offload.wall_s | type) == "number" and (.figures.step_optimizer_cpu.outside_steps_s | type) == "number"'
   expect '.figures.plan_param_offload.device_mem_mib == 48186 and .figures.gpu_matmul.rows[0].wrong == 0'
   expect '.machine.gpu.devices[0].name == "NVIDIA H200" and .training_runs.grad_accum == 4'
   expect '[.stages[] | .status] | all(. == "ok" or . == "skipped" or . == "failed")'
