@@ -298,7 +298,7 @@ for f in "$DATA"/*.json; do
 done | jq -s 'add // {}' >"$LOGS/figures.json"
 
 jq -n --slurpfile stages "$LOGS/stages.json" --slurpfile figures "$LOGS/figures.json" \
-  --arg date "$STAMP" --arg host "$(hostname)" --arg commit "$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)" \
+  --arg date "$STAMP" --arg host "$(uname -n)" --arg commit "$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)" \
   --arg dirty "$(git -C "$ROOT" status --porcelain 2>/dev/null | head -c 1)" --arg build "$BUILD" \
   --argjson budget "$BUDGET_S" --argjson elapsed "$(elapsed)" --argjson ngpu "$NGPU" --arg logs "$LOGS" \
   --argjson mb "$MB" --argjson accum "$ACCUM" --argjson steps "$STEPS" --argjson skip "$SKIP_STEPS" --arg fake "$FAKE_DIR" '
