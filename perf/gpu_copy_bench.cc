@@ -42,6 +42,9 @@ nlohmann::json run_gpu_copy_bench(Device& dev, const GpuLimits& limits, const Gp
                         {"device", device_kind_name(dev.kind())},
                         {"gpu", limits.gpu.to_json()},
                         {"bytes", n},
+                        // Why the pinned buffers are not locked, "" when they are: unlocked, they copy at the
+                        // pageable rate.
+                        {"pin_error", dev.pin_error()},
                         {"link", has_link ? limits.link.to_json() : nlohmann::json(nullptr)},
                         {"link_gb_per_s", link > 0 ? nlohmann::json(link) : nlohmann::json(nullptr)},
                         {"timing", "host clock around " + std::to_string(opt.iters) +
@@ -56,6 +59,8 @@ nlohmann::json run_gpu_copy_bench(Device& dev, const GpuLimits& limits, const Gp
     std::printf("bench gpu-copy: %s, %.0f MiB per copy; limit: %s\n",
                 limits.gpu.name.empty() ? device_kind_name(dev.kind()).c_str() : limits.gpu.name.c_str(),
                 double(n) / (1 << 20), limit);
+    if (!dev.pin_error().empty())
+      std::printf("  the pinned buffers are not locked: %s\n", dev.pin_error().c_str());
   }
   long long wrong = 0;
   double pinned_min = 0;
