@@ -11,6 +11,7 @@
 #include "model/file_io.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
+#include "launch/bench_gpu_cmd.h"
 #include "launch/commands.h"
 #include "launch/model_options.h"
 #include "launch/parse_args.h"
@@ -267,7 +268,12 @@ int bench_command(const std::vector<std::string>& args) {
                 "all_gather) next to plain MPI; run under mpirun\n"
                 "  adam   CPU Adam: ms and GB/s per step next to the access-pattern limit\n"
                 "  io     NVMe store sequential write/read GB/s (io_uring, O_DIRECT, checksums) next to fio\n"
-                "  offload  optimizer step over an NVMe shard, pipelined, vs max(IO alone, Adam alone)\n");
+                "  offload  optimizer step over an NVMe shard, pipelined, vs max(IO alone, Adam alone)\n"
+                "  gpu-matmul     cuda gemm on a gpt2-xl step's shapes: TFLOP/s next to the bf16 dense peak\n"
+                "  gpu-attention  cuda attention forward + backward: TFLOP/s next to the bf16 dense peak\n"
+                "  gpu-copy       host <-> device GB/s, pinned and pageable, next to the PCIe link\n"
+                "  mfu    a training run's MFU from its --metrics file\n"
+                "(the gpu-* benchmarks exit 77, skipped, where the cuda device cannot be made)\n");
     return args.empty() ? 2 : 0;
   }
   std::vector<std::string> rest(args.begin() + 1, args.end());
@@ -277,7 +283,13 @@ int bench_command(const std::vector<std::string>& args) {
   if (args[0] == "adam") return bench_adam(rest);
   if (args[0] == "io") return bench_io(rest);
   if (args[0] == "offload") return bench_offload(rest);
-  TZ_FAIL("unknown benchmark '", args[0], "': use step, comm, adam or io (see tierzero bench --help)");
+  if (args[0] == "gpu-matmul") return bench_gpu_matmul(rest);
+  if (args[0] == "gpu-attention") return bench_gpu_attention(rest);
+  if (args[0] == "gpu-copy") return bench_gpu_copy(rest);
+  if (args[0] == "mfu") return bench_mfu(rest);
+  TZ_FAIL("unknown benchmark '", args[0],
+          "': use step, comm, adam, io, offload, calibrate, gpu-matmul, gpu-attention, gpu-copy or mfu (see tierzero "
+          "bench --help)");
 }
 
 }  // namespace tz

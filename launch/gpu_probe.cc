@@ -4,6 +4,7 @@
 
 #include <dlfcn.h>
 
+#include <cstdio>
 #include <string>
 
 namespace tz {
@@ -81,6 +82,12 @@ void probe_driver(GpuReport& r) {
     std::size_t bytes = 0;
     if (mem && mem(&bytes, dev) == 0) g.memory_bytes = bytes;
     if (attr) attr(&g.cc_major, 75, dev), attr(&g.cc_minor, 76, dev);  // COMPUTE_CAPABILITY_MAJOR/MINOR
+    int domain = 0, bus = 0, slot = 0;  // PCI_DOMAIN_ID, PCI_BUS_ID, PCI_DEVICE_ID
+    if (attr && attr(&domain, 50, dev) == 0 && attr(&bus, 33, dev) == 0 && attr(&slot, 34, dev) == 0) {
+      char id[32];
+      std::snprintf(id, sizeof id, "%04x:%02x:%02x.0", unsigned(domain), unsigned(bus), unsigned(slot));
+      g.pci_bus_id = id;
+    }
     r.gpus.push_back(g);
   }
   r.peer.assign(std::size_t(n), std::vector<bool>(std::size_t(n), false));

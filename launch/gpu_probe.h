@@ -13,6 +13,7 @@ struct GpuInfo {
   std::string name;
   std::uint64_t memory_bytes = 0;
   int cc_major = 0, cc_minor = 0;
+  std::string pci_bus_id;  // "0000:1b:00.0", as sysfs names the device; "" when unknown
 };
 
 struct GpuReport {
