@@ -1,0 +1,150 @@
+// The CUDA backend (see cuda_backend.h): each operation is core/cuda/kernels.h's launch function (or
+// cuBLASLt's product) on the stream's handle. Nothing here synchronises the host, except what CUDA itself
+// does for copies that touch pageable memory (see copy_async).
+#include "core/cuda/cuda_backend.h"
+
+#include <cuda_runtime.h>
+
+#include <cstring>
+
+#include "core/cuda/cublaslt_gemm.h"
+#include "core/cuda/cuda_runtime.h"
+#include "core/cuda/cuda_stream.h"
+#include "core/cuda/kernels.h"
+
+namespace tz::cuda {
+namespace {
+
+// A memset of pageable host memory, run by CUDA's host-function thread in stream order (no kernel can
+// write memory the GPU cannot address).
+struct HostMemset {
+  void* dst;
+  int value;
+  std::size_t bytes;
+};
+
+void CUDART_CB run_host_memset(void* arg) {
+  auto* m = static_cast<HostMemset*>(arg);
+  std::memset(m->dst, m->value, m->bytes);
+  delete m;
+}
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(Allocator& device_memory, Tf32 tf32) : gemm_(device_memory, tf32) {}
+
+  void gemm(Stream& s, Trans ta, Trans tb, int M, int N, int K, CView A, CView B, float* C,
+            Accumulate acc) override {
+    gemm_.run(stream_of(s), ta, tb, M, N, K, A, B, C, acc);
+  }
+
+  // cuBLASLt reads 16-bit inputs as they are: nothing is widened (gemm_workspace_floats(cuda) is 0).
+  void set_gemm_workspace(float*, std::size_t) override {}
+
+  void add_bias(Stream& s, float* out, CView bias, int rows, int cols) override {
+    cuda::add_bias(stream_of(s), out, bias, rows, cols);
+  }
+  void bias_backward(Stream& s, float* dbias, const float* dout, int rows, int cols) override {
+    cuda::bias_backward(stream_of(s), dbias, dout, rows, cols);
+  }
+  void encoder_forward(Stream& s, float* out, const std::int32_t* tokens, CView wte, CView wpe, int B, int T,
+                       int C) override {
+    cuda::encoder_forward(stream_of(s), out, tokens, wte, wpe, B, T, C);
+  }
+  void encoder_backward(Stream& s, float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
+                        int B, int T, int C) override {
+    cuda::encoder_backward(stream_of(s), dwte, dwpe, dout, tokens, B, T, C);
+  }
+  void layernorm_forward(Stream& s, float* out, float* mean, float* rstd, const float* inp, CView w, CView b,
+                         int N, int C) override {
+    cuda::layernorm_forward(stream_of(s), out, mean, rstd, inp, w, b, N, C);
+  }
+  void layernorm_backward(Stream& s, float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                          CView w, const float* mean, const float* rstd, int N, int C) override {
+    cuda::layernorm_backward(stream_of(s), dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+  }
+  void gelu_forward(Stream& s, float* out, const float* inp, std::size_t n) override {
+    cuda::gelu_forward(stream_of(s), out, inp, n);
+  }
+  void gelu_backward(Stream& s, float* dinp, const float* inp, const float* dout, std::size_t n) override {
+    cuda::gelu_backward(stream_of(s), dinp, inp, dout, n);
+  }
+  void attention_forward(Stream& s, float* out, float* saved, const float* qkv, int B, int T, int C,
+                         int NH) override {
+    cuda::attention_forward(stream_of(s), out, saved, qkv, B, T, C, NH);
+  }
+  void attention_backward(Stream& s, float* dqkv, float* scratch, const float* dout, const float* qkv,
+                          const float* out, const float* saved, int B, int T, int C, int NH) override {
+    cuda::attention_backward(stream_of(s), dqkv, scratch, dout, qkv, out, saved, B, T, C, NH);
+  }
+  void add(Stream& s, float* out, const float* a, const float* b, std::size_t n) override {
+    cuda::add(stream_of(s), out, a, b, n);
+  }
+  void axpy(Stream& s, float* y, float alpha, const float* x, std::size_t n) override {
+    cuda::axpy(stream_of(s), y, alpha, x, n);
+  }
+  void softmax_xent(Stream& s, float* losses, float* logits, const std::int32_t* targets, int N, int V,
+                    int Vp, float dloss) override {
+    cuda::softmax_xent(stream_of(s), losses, logits, targets, N, V, Vp, dloss);
+  }
+  void cast(Stream& s, void* dst, DType dst_type, const void* src, DType src_type, std::size_t n) override {
+    cuda::cast(stream_of(s), dst, dst_type, src, src_type, n);
+  }
+  void fill(Stream& s, float* x, float value, std::size_t n) override {
+    cuda::fill(stream_of(s), x, value, n);
+  }
+  void sum(Stream& s, double* acc, const float* x, std::size_t n) override {
+    cuda::sum(stream_of(s), acc, x, n);
+  }
+  void sum(Stream& s, double* acc, const double* x, std::size_t n) override {
+    cuda::sum(stream_of(s), acc, x, n);
+  }
+  void sum_squares(Stream& s, double* acc, const float* x, std::size_t n) override {
+    cuda::sum_squares(stream_of(s), acc, x, n);
+  }
+  void check_finite(Stream& s, double* acc, const float* x, std::size_t n) override {
+    cuda::check_finite(stream_of(s), acc, x, n);
+  }
+  void adamw(Stream& s, float* p, float* m, float* v, const float* g, std::size_t n, const AdamStep& step,
+             void* working, DType working_type) override {
+    cuda::adamw(stream_of(s), p, m, v, g, n, step, working, working_type);
+  }
+
+  // cudaMemcpyDefault: unified addressing tells the runtime where each pointer lives. Copies between
+  // device and pinned memory are asynchronous. A copy that touches pageable host memory is not: CUDA
+  // stages it through a pinned buffer of its own and returns to the host only once the pageable side
+  // has been read (host to device) or written (device to host), so it waits for the stream's earlier
+  // work. The engine's per-step copies use pinned buffers; pageable ones are for set-up and tests.
+  void copy_async(Stream& s, void* dst, const void* src, std::size_t bytes) override {
+    if (!bytes) return;
+    TZ_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_of(s)));
+  }
+
+  // Device and pinned memory (which unified addressing lets kernels write) are filled by
+  // cudaMemsetAsync; pageable host memory by a host function in stream order.
+  void memset_async(Stream& s, void* dst, int value, std::size_t bytes) override {
+    if (!bytes) return;
+    const cudaStream_t stream = stream_of(s);
+    cudaPointerAttributes attr{};
+    TZ_CUDA_CHECK(cudaPointerGetAttributes(&attr, dst));
+    if (attr.type != cudaMemoryTypeUnregistered) {
+      TZ_CUDA_CHECK(cudaMemsetAsync(dst, value, bytes, stream));
+      return;
+    }
+    auto* m = new HostMemset{dst, value, bytes};
+    const cudaError_t rc = cudaLaunchHostFunc(stream, run_host_memset, m);
+    if (rc != cudaSuccess) delete m;
+    TZ_CUDA_CHECK(rc);
+  }
+
+ private:
+  CublasLtGemm gemm_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(Allocator& device_memory, Tf32 tf32) {
+  return std::make_unique<CudaBackend>(device_memory, tf32);
+}
+
+}  // namespace tz::cuda
