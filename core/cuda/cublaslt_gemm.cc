@@ -108,8 +108,13 @@ const CublasLtGemm::Plan& CublasLtGemm::plan(Trans ta, Trans tb, int M, int N, i
                                                            &al[2], sizeof(al[2])));
       TZ_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
                                                            &al[3], sizeof(al[3])));
-      TZ_CUBLAS_CHECK(
-          cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, 1, &result, &found));
+      // NOT_SUPPORTED: no algorithm fits; the check below names the product.
+      const cublasStatus_t rc =
+          cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
+      if (rc == CUBLAS_STATUS_NOT_SUPPORTED)
+        found = 0;
+      else
+        TZ_CUBLAS_CHECK(rc);
     } catch (...) {
       cublasLtMatmulPreferenceDestroy(pref);
       throw;

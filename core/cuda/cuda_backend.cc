@@ -15,8 +15,8 @@
 namespace tz::cuda {
 namespace {
 
-// A memset of pageable host memory, run by CUDA's host-function thread in stream order (no kernel can
-// write memory the GPU cannot address).
+// A memset of host memory, run by CUDA's host-function thread in stream order: pageable memory is out
+// of the GPU's reach, and pinned memory is filled faster by the CPU than across PCIe.
 struct HostMemset {
   void* dst;
   int value;
@@ -120,14 +120,14 @@ class CudaBackend final : public Backend {
     TZ_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_of(s)));
   }
 
-  // Device and pinned memory (which unified addressing lets kernels write) are filled by
-  // cudaMemsetAsync; pageable host memory by a host function in stream order.
+  // Device (and managed) memory is filled by cudaMemsetAsync; host memory, pinned or pageable, by a host
+  // function in stream order.
   void memset_async(Stream& s, void* dst, int value, std::size_t bytes) override {
     if (!bytes) return;
     const cudaStream_t stream = stream_of(s);
     cudaPointerAttributes attr{};
     TZ_CUDA_CHECK(cudaPointerGetAttributes(&attr, dst));
-    if (attr.type != cudaMemoryTypeUnregistered) {
+    if (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged) {
       TZ_CUDA_CHECK(cudaMemsetAsync(dst, value, bytes, stream));
       return;
     }
