@@ -1,6 +1,6 @@
 // The CUDA backend (see cuda_backend.h): each operation is core/cuda/kernels.h's launch function (or
-// cuBLASLt's product) on the stream's handle. Nothing here synchronises the host, except what CUDA itself
-// does for copies that touch pageable memory (see copy_async).
+// cuBLASLt's product) on the stream's handle. Nothing here synchronises the host, except copies between
+// device and pageable memory (see copy_async).
 #include "core/cuda/cuda_backend.h"
 
 #include <cuda_runtime.h>
@@ -15,18 +15,47 @@
 namespace tz::cuda {
 namespace {
 
-// A memset of host memory, run by CUDA's host-function thread in stream order: pageable memory is out
-// of the GPU's reach, and pinned memory is filled faster by the CPU than across PCIe.
-struct HostMemset {
+enum class Where { device, pinned, pageable };
+
+// Where a pointer lives (interior pointers included); cudaHostRegister'ed memory counts as pinned.
+Where where(const void* p) {
+  cudaPointerAttributes attr{};
+  TZ_CUDA_CHECK(cudaPointerGetAttributes(&attr, p));
+  switch (attr.type) {
+    case cudaMemoryTypeDevice:
+    case cudaMemoryTypeManaged:
+      return Where::device;
+    case cudaMemoryTypeHost:
+      return Where::pinned;
+    default:
+      return Where::pageable;
+  }
+}
+
+// Host-to-host work run by CUDA's host-function thread in stream order: cudaMemcpyAsync between two host
+// buffers is performed at once on the calling thread (CUDA documents it as synchronous with respect to
+// the host), not after the stream's earlier work, and a kernel cannot reach pageable memory.
+struct HostWork {
   void* dst;
+  const void* src;  // null: fill with `value`
   int value;
   std::size_t bytes;
 };
 
-void CUDART_CB run_host_memset(void* arg) {
-  auto* m = static_cast<HostMemset*>(arg);
-  std::memset(m->dst, m->value, m->bytes);
-  delete m;
+void CUDART_CB run_host_work(void* arg) {
+  auto* w = static_cast<HostWork*>(arg);
+  if (w->src)
+    std::memcpy(w->dst, w->src, w->bytes);
+  else
+    std::memset(w->dst, w->value, w->bytes);
+  delete w;
+}
+
+void enqueue_host_work(cudaStream_t stream, const HostWork& work) {
+  auto* w = new HostWork(work);
+  const cudaError_t rc = cudaLaunchHostFunc(stream, run_host_work, w);
+  if (rc != cudaSuccess) delete w;
+  TZ_CUDA_CHECK(rc);
 }
 
 class CudaBackend final : public Backend {
@@ -110,31 +139,34 @@ class CudaBackend final : public Backend {
     cuda::adamw(stream_of(s), p, m, v, g, n, step, working, working_type);
   }
 
-  // cudaMemcpyDefault: unified addressing tells the runtime where each pointer lives. Copies between
-  // device and pinned memory are asynchronous. A copy that touches pageable host memory is not: CUDA
-  // stages it through a pinned buffer of its own and returns to the host only once the pageable side
-  // has been read (host to device) or written (device to host), so it waits for the stream's earlier
-  // work. The engine's per-step copies use pinned buffers; pageable ones are for set-up and tests.
+  // Device <-> pinned (and device <-> device): cudaMemcpyAsync, asynchronous. Host <-> host: a memcpy in
+  // stream order on CUDA's host-function thread (see HostWork). Device <-> pageable: CUDA stages the copy
+  // through pinned memory of its own and may read the pageable source at once, before the stream's
+  // earlier work has written it, so such a copy waits for the stream first and returns only when it is
+  // done: synchronous with respect to the host. The engine's per-step copies use pinned buffers;
+  // pageable ones are for set-up and tests.
   void copy_async(Stream& s, void* dst, const void* src, std::size_t bytes) override {
     if (!bytes) return;
-    TZ_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream_of(s)));
+    const cudaStream_t stream = stream_of(s);
+    const Where to = where(dst), from = where(src);
+    if (to != Where::device && from != Where::device) return enqueue_host_work(stream, {dst, src, 0, bytes});
+    const bool pageable = to == Where::pageable || from == Where::pageable;
+    if (pageable) TZ_CUDA_CHECK(cudaStreamSynchronize(stream));
+    TZ_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
+    if (pageable) TZ_CUDA_CHECK(cudaStreamSynchronize(stream));
   }
 
-  // Device (and managed) memory is filled by cudaMemsetAsync; host memory, pinned or pageable, by a host
-  // function in stream order.
+  // Device memory: cudaMemsetAsync. Host memory, pinned or pageable: a memset in stream order on CUDA's
+  // host-function thread (a kernel cannot reach pageable memory; the CPU fills pinned memory faster than
+  // a kernel across PCIe).
   void memset_async(Stream& s, void* dst, int value, std::size_t bytes) override {
     if (!bytes) return;
     const cudaStream_t stream = stream_of(s);
-    cudaPointerAttributes attr{};
-    TZ_CUDA_CHECK(cudaPointerGetAttributes(&attr, dst));
-    if (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged) {
+    if (where(dst) == Where::device) {
       TZ_CUDA_CHECK(cudaMemsetAsync(dst, value, bytes, stream));
       return;
     }
-    auto* m = new HostMemset{dst, value, bytes};
-    const cudaError_t rc = cudaLaunchHostFunc(stream, run_host_memset, m);
-    if (rc != cudaSuccess) delete m;
-    TZ_CUDA_CHECK(rc);
+    enqueue_host_work(stream, {dst, nullptr, value, bytes});
   }
 
  private:
