@@ -166,9 +166,8 @@ std::size_t device_budget(const DeviceOptions& opt, int gpu) {
   const std::size_t reserve = kGpuReserveFixed + std::size_t(kGpuReserveFraction * double(total));
   TZ_CHECK(budget > 0, "GPU ", gpu, " has ", format_bytes(free), " free of ", format_bytes(total),
            ", not more than the ", format_bytes(reserve),
-           " tierzero leaves to the CUDA context, cuBLAS and NCCL: free the GPU (nvidia-smi shows who holds "
-           "it) or "
-           "give --device-mem");
+           " tierzero leaves to the CUDA context, cuBLAS and NCCL: free the GPU (nvidia-smi shows who "
+           "holds it) or give --device-mem");
   return budget;
 }
 
