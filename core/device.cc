@@ -1,4 +1,5 @@
-// Device kinds by name, the Device base, and make_device.
+// Device kinds by name, the Device base, and what each kind needs of the memory plan (make_device is in
+// make_device.cc, outside core, so that core links nothing from CUDA).
 #include "core/device.h"
 
 #include "core/backend.h"
@@ -40,11 +41,6 @@ std::size_t attention_saved_floats(DeviceKind kind, std::size_t B, std::size_t N
 }
 std::size_t attention_scratch_floats(DeviceKind kind, std::size_t B, std::size_t NH, std::size_t T) {
   return kind == DeviceKind::cpu ? B * NH * T * T : B * NH * T;
-}
-
-std::unique_ptr<Device> make_device(DeviceKind kind, const DeviceOptions& opt) {
-  if (kind == DeviceKind::cpu) return make_cpu_device(opt);
-  TZ_FAIL("the cuda device has no training backend in this build yet; use --device cpu");
 }
 
 }  // namespace tz

@@ -31,7 +31,17 @@ struct DeviceOptions {
   // Locking the host tier: best_effort (the default: locked where RLIMIT_MEMLOCK allows), required
   // (--pin-memory without --allow-unpinned) or none.
   Pinning pinning = Pinning::best_effort;
+  // The GPU of a cuda device: launch/ fills it with the rank's local rank, and the device takes it modulo
+  // the node's GPU count (so ranks share GPUs round-robin when there are more ranks than GPUs); -1: GPU 0.
+  // The cuda device selects it (cudaSetDevice) for its own calls: its constructor, allocations, streams
+  // and events. Every other thread that launches work on the device's streams must select the same GPU
+  // first (cuda_device_index() says which); that is the caller's business.
+  int gpu = -1;
 };
+
+// Device memory the cuda backend takes for itself when it is made, inside --device-mem: cuBLASLt's
+// matmul workspace (one, shared by every product). The memory plan should count it on cuda.
+inline constexpr std::size_t kCudaGemmWorkspaceBytes = std::size_t(32) << 20;
 
 class Device {
  public:
@@ -68,7 +78,11 @@ inline std::unique_ptr<Device> make_cpu_device(std::size_t device_mem) {
 }
 
 // Creates the requested device; cuda fails with a clear error when it is not built or not present.
+// Defined in core/make_device.cc (library `devices`, which links the CUDA backend when it is built), so
+// that core itself links nothing from CUDA.
 std::unique_ptr<Device> make_device(DeviceKind kind, const DeviceOptions& opt = {});
+// Whether this build has the CUDA device (configured with TZ_CUDA); also in `devices`.
+bool cuda_backend_built();
 
 // A typed, move-only buffer of `count` elements of one memory kind. No copy: device memory is never
 // duplicated implicitly. There is no element access: device memory is reached only by kernels, copies

@@ -15,6 +15,7 @@
 #include "comm/mpi_info.h"
 #include "comm/world.h"
 #include "core/cpu_adam.h"
+#include "core/device.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "core/onednn_gemm.h"
@@ -63,7 +64,7 @@ json gpu_report() {
             {"cuda_runtime", {{"version", g.runtime}, {"library", g.runtime_lib}}},
             {"cublas", {{"version", g.cublas}, {"library", g.cublas_lib}}},
             {"nccl", {{"version", g.nccl}, {"library", g.nccl_lib}}},
-            {"cuda_training_in_this_build", false}};
+            {"cuda_training_in_this_build", cuda_backend_built()}};
   return j;
 }
 
@@ -134,7 +135,9 @@ void print_text(const json& d) {
   };
   std::printf("cuda:     %s; %s; %s\n", lib(g["cuda_runtime"], "runtime").c_str(), lib(g["cublas"], "cuBLAS").c_str(),
               lib(g["nccl"], "NCCL").c_str());
-  std::printf("          this build trains on the cpu only (--device cuda is not built yet)\n");
+  std::printf("          %s\n", g["cuda_training_in_this_build"].get<bool>()
+                                ? "this build trains on cuda too (--device cuda)"
+                                : "this build trains on the cpu only (configured without TZ_CUDA: no --device cuda)");
   const json& m = d["memlock"];
   std::printf("memlock:  RLIMIT_MEMLOCK soft %s, hard %s%s\n", limit_text(m["soft"]).c_str(), limit_text(m["hard"]).c_str(),
               m["root"].get<bool>() ? " (root: not limited)" : "; the host tier is locked in RAM up to the soft limit");

@@ -63,6 +63,7 @@ int train_command(const std::vector<std::string>& args) {
 
   // One process per rank: under mpirun or srun --mpi=pmix the ranks talk over MPI; alone, no MPI.
   WorldInfo world = discover_world();
+  f.o.gpu = world.local_rank;  // a cuda rank's GPU: its local rank modulo the node's GPU count
   if (world.rank == 0) {  // what --config resolved or accepted with no effect, once for the job
     for (const std::string& line : f.o.config_lines) std::printf("%s\n", line.c_str());
     std::fflush(stdout);

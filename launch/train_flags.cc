@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "core/device.h"
 #include "core/error.h"
 #include "launch/ds_config.h"
 #include "launch/parse_args.h"
@@ -52,7 +53,7 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
       "with dynamic loss scaling)")("checkpoint-activations", po::bool_switch(&f.ckpt),
                                     "keep only each block's input; recompute in backward")(
       "device", po::value(&f.device)->default_value(f.device),
-      "cpu (cuda training arrives with the CUDA backend)")(
+      "cpu, or cuda (builds configured with TZ_CUDA; each rank on the GPU of its local rank)")(
       "device-mem", po::value(&f.device_mem)->default_value(f.device_mem),
       "device memory budget, e.g. 512M, 8G (powers of 1024; on cpu: host memory the run may use)")(
       "bind-cores", po::value(&f.bind_cores)->default_value(f.bind_cores),
@@ -175,9 +176,9 @@ void check_numbers(const TrainFlags& f) {
 
 void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   f.o.device = parse_device_kind(f.device);
-  TZ_CHECK(f.o.device == DeviceKind::cpu,
-           "--device cuda: this build trains on the cpu only; the CUDA training ",
-           "backend is not implemented yet (use --device cpu)");
+  TZ_CHECK(f.o.device == DeviceKind::cpu || cuda_backend_built(),
+           "--device cuda: this build has no CUDA backend (configure with -DTZ_CUDA=ON where the CUDA toolkit ",
+           "is installed); use --device cpu");
   f.o.model_name = resolve_model_name(f.mf);
   if (!f.o.init_from.empty()) {
     f.o.model = infer_gpt_config_from_safetensors(f.o.init_from, 1);

@@ -51,6 +51,7 @@ struct TrainOptions {
   DType dtype = DType::f32;
   ActivationCheckpointing checkpointing = ActivationCheckpointing::off;
   DeviceKind device = DeviceKind::cpu;
+  int gpu = -1;  // cuda: the rank's local rank (launch/ sets it; the device takes it modulo the GPU count)
   std::size_t device_mem = kUnlimited;
   AdamConfig adam;
   LrConfig lr;

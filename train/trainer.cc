@@ -47,6 +47,7 @@ DeviceOptions device_options(const TrainOptions& opt) {
   DeviceOptions d;
   d.device_mem = opt.device_mem;
   d.host_mem = opt.offload.host_mem;
+  d.gpu = opt.gpu;
   d.pinning =
       opt.offload.pin_memory && !opt.offload.allow_unpinned ? Pinning::required : Pinning::best_effort;
   return d;

@@ -1,0 +1,163 @@
+// cuBLASLt products for the CUDA backend (see cublaslt_gemm.h). cuBLAS is column-major: a row-major
+// X[r,c] is a column-major X^T, so row-major C = op(A) op(B) is computed as column-major
+// C^T = op(B)^T op(A)^T: the operands swap places, M and N swap, and each keeps its own Trans flag.
+#include "core/cuda/cublaslt_gemm.h"
+
+#include <cuda_runtime.h>
+
+#include "core/cuda/cuda_runtime.h"
+
+namespace tz::cuda {
+namespace {
+
+cudaDataType_t cuda_type(DType t) {
+  switch (t) {
+    case DType::f32:
+      return CUDA_R_32F;
+    case DType::bf16:
+      return CUDA_R_16BF;
+    case DType::f16:
+      return CUDA_R_16F;
+    default:
+      break;
+  }
+  TZ_FAIL("gemm inputs cannot be ", dtype_name(t), " (f32, bf16 or f16)");
+}
+
+// The largest power of two, up to 256 (what cuBLASLt asks by default), that divides the address.
+int alignment(const void* p) {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  int align = 256;
+  while (align > 1 && a % std::uintptr_t(align) != 0) align /= 2;
+  return align;
+}
+
+cublasOperation_t op(Trans t) { return t == Trans::yes ? CUBLAS_OP_T : CUBLAS_OP_N; }
+
+// A column-major layout of `rows` x `cols` with leading dimension `rows` (dense).
+cublasLtMatrixLayout_t layout(cudaDataType_t type, int rows, int cols) {
+  cublasLtMatrixLayout_t l = nullptr;
+  TZ_CUBLAS_CHECK(
+      cublasLtMatrixLayoutCreate(&l, type, std::uint64_t(rows), std::uint64_t(cols), std::int64_t(rows)));
+  return l;
+}
+
+}  // namespace
+
+CublasLtGemm::CublasLtGemm(Allocator& device_memory, Tf32 tf32) : tf32_(tf32) {
+  TZ_CUBLAS_CHECK(cublasLtCreate(&handle_));
+  try {
+    workspace_ = Buffer<std::byte>(device_memory, kCudaGemmWorkspaceBytes, "cuBLASLt workspace");
+    TZ_CUDA_CHECK(cudaEventCreateWithFlags(&last_done_, cudaEventDisableTiming));
+  } catch (...) {
+    cublasLtDestroy(handle_);
+    throw;
+  }
+}
+
+CublasLtGemm::~CublasLtGemm() {
+  for (auto& [key, p] : plans_) {
+    cublasLtMatrixLayoutDestroy(p.a);
+    cublasLtMatrixLayoutDestroy(p.b);
+    cublasLtMatrixLayoutDestroy(p.c);
+    cublasLtMatmulDescDestroy(p.op);
+  }
+  if (last_done_) cudaEventDestroy(last_done_);
+  if (handle_ && cublasLtDestroy(handle_) != CUBLAS_STATUS_SUCCESS) log_line("cublasLtDestroy failed");
+}
+
+const CublasLtGemm::Plan& CublasLtGemm::plan(Trans ta, Trans tb, int M, int N, int K, CView A, CView B,
+                                             float* C, Accumulate acc) {
+  const int align_a = alignment(A.ptr), align_b = alignment(B.ptr), align_c = alignment(C);
+  const Key key{int(ta), int(tb), M, N, K, int(A.dtype), int(acc), align_a, align_b, align_c};
+  if (auto it = plans_.find(key); it != plans_.end()) return it->second;
+
+  const cudaDataType_t in = cuda_type(A.dtype);
+  // fp32 accumulation always; TF32 rounding of fp32 inputs only when asked for.
+  const cublasComputeType_t compute =
+      A.dtype == DType::f32 && tf32_ == Tf32::on ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  Plan p;
+  try {
+    TZ_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, compute, CUDA_R_32F));
+    // cuBLAS's first operand is op(B)^T: B stored [K,N] (no) is column-major N x K; stored [N,K] (yes) is
+    // column-major K x N, transposed by the op. Likewise its second operand op(A)^T from A.
+    const cublasOperation_t op_first = op(tb), op_second = op(ta);
+    TZ_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof(op_first)));
+    TZ_CUBLAS_CHECK(
+        cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof(op_second)));
+    p.a = tb == Trans::no ? layout(in, N, K) : layout(in, K, N);
+    p.b = ta == Trans::no ? layout(in, K, M) : layout(in, M, K);
+    p.c = layout(CUDA_R_32F, N, M);
+
+    cublasLtMatmulPreference_t pref = nullptr;
+    TZ_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    try {
+      const std::uint64_t ws = workspace_.bytes();
+      const std::uint32_t al[4] = {std::uint32_t(align_b), std::uint32_t(align_a), std::uint32_t(align_c),
+                                   std::uint32_t(align_c)};
+      TZ_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                           &ws, sizeof(ws)));
+      TZ_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+                                                           &al[0], sizeof(al[0])));
+      TZ_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+                                                           &al[1], sizeof(al[1])));
+      TZ_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+                                                           &al[2], sizeof(al[2])));
+      TZ_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+                                                           &al[3], sizeof(al[3])));
+      // NOT_SUPPORTED: no algorithm fits; the check below names the product.
+      const cublasStatus_t rc =
+          cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
+      if (rc == CUBLAS_STATUS_NOT_SUPPORTED)
+        found = 0;
+      else
+        TZ_CUBLAS_CHECK(rc);
+    } catch (...) {
+      cublasLtMatmulPreferenceDestroy(pref);
+      throw;
+    }
+    cublasLtMatmulPreferenceDestroy(pref);
+    TZ_CHECK(found > 0, "cuBLASLt has no algorithm for a ", dtype_name(A.dtype), " product of M=", M,
+             " N=", N, " K=", K, " (op ", ta == Trans::yes ? "T" : "N", tb == Trans::yes ? "T" : "N",
+             ", pointer alignments ", align_a, "/", align_b, "/", align_c, " bytes) within a ",
+             format_bytes(workspace_.bytes()), " workspace");
+    p.algo = result.algo;
+  } catch (...) {
+    if (p.a) cublasLtMatrixLayoutDestroy(p.a);
+    if (p.b) cublasLtMatrixLayoutDestroy(p.b);
+    if (p.c) cublasLtMatrixLayoutDestroy(p.c);
+    if (p.op) cublasLtMatmulDescDestroy(p.op);
+    throw;
+  }
+  return plans_.emplace(key, p).first->second;
+}
+
+void CublasLtGemm::serialise_workspace(cudaStream_t s) {
+  if (last_stream_ && last_stream_ != s) {
+    TZ_CUDA_CHECK(cudaEventRecord(last_done_, last_stream_));
+    TZ_CUDA_CHECK(cudaStreamWaitEvent(s, last_done_, 0));
+  }
+  last_stream_ = s;
+}
+
+void CublasLtGemm::run(cudaStream_t s, Trans ta, Trans tb, int M, int N, int K, CView A, CView B, float* C,
+                       Accumulate acc) {
+  TZ_CHECK(M >= 0 && N >= 0 && K >= 0, "gemm: negative shape M=", M, " N=", N, " K=", K);
+  TZ_CHECK(A.dtype == B.dtype, "gemm: A is ", dtype_name(A.dtype), " but B is ", dtype_name(B.dtype));
+  if (M == 0 || N == 0) return;
+  if (K == 0) {  // an empty sum: C = 0, or C unchanged (cuBLASLt refuses k = 0)
+    if (acc == Accumulate::no) TZ_CUDA_CHECK(cudaMemsetAsync(C, 0, std::size_t(M) * N * sizeof(float), s));
+    return;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  const Plan& p = plan(ta, tb, M, N, K, A, B, C, acc);
+  serialise_workspace(s);
+  const float alpha = 1.0f, beta = acc == Accumulate::yes ? 1.0f : 0.0f;
+  TZ_CUBLAS_CHECK(cublasLtMatmul(handle_, p.op, &alpha, B.ptr, p.a, A.ptr, p.b, &beta, C, p.c, C, p.c,
+                                 &p.algo, workspace_.data(), workspace_.bytes(), s));
+}
+
+}  // namespace tz::cuda

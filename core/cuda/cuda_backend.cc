@@ -1,0 +1,182 @@
+// The CUDA backend (see cuda_backend.h): each operation is core/cuda/kernels.h's launch function (or
+// cuBLASLt's product) on the stream's handle. Nothing here synchronises the host, except copies between
+// device and pageable memory (see copy_async).
+#include "core/cuda/cuda_backend.h"
+
+#include <cuda_runtime.h>
+
+#include <cstring>
+
+#include "core/cuda/cublaslt_gemm.h"
+#include "core/cuda/cuda_runtime.h"
+#include "core/cuda/cuda_stream.h"
+#include "core/cuda/kernels.h"
+
+namespace tz::cuda {
+namespace {
+
+enum class Where { device, pinned, pageable };
+
+// Where a pointer lives (interior pointers included); cudaHostRegister'ed memory counts as pinned.
+Where where(const void* p) {
+  cudaPointerAttributes attr{};
+  TZ_CUDA_CHECK(cudaPointerGetAttributes(&attr, p));
+  switch (attr.type) {
+    case cudaMemoryTypeDevice:
+    case cudaMemoryTypeManaged:
+      return Where::device;
+    case cudaMemoryTypeHost:
+      return Where::pinned;
+    default:
+      return Where::pageable;
+  }
+}
+
+// Host-to-host work run by CUDA's host-function thread in stream order: cudaMemcpyAsync between two host
+// buffers is performed at once on the calling thread (CUDA documents it as synchronous with respect to
+// the host), not after the stream's earlier work, and a kernel cannot reach pageable memory.
+struct HostWork {
+  void* dst;
+  const void* src;  // null: fill with `value`
+  int value;
+  std::size_t bytes;
+};
+
+void CUDART_CB run_host_work(void* arg) {
+  auto* w = static_cast<HostWork*>(arg);
+  if (w->src)
+    std::memcpy(w->dst, w->src, w->bytes);
+  else
+    std::memset(w->dst, w->value, w->bytes);
+  delete w;
+}
+
+void enqueue_host_work(cudaStream_t stream, const HostWork& work) {
+  auto* w = new HostWork(work);
+  const cudaError_t rc = cudaLaunchHostFunc(stream, run_host_work, w);
+  if (rc != cudaSuccess) delete w;
+  TZ_CUDA_CHECK(rc);
+}
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(Allocator& device_memory, Tf32 tf32) : gemm_(device_memory, tf32) {}
+
+  void gemm(Stream& s, Trans ta, Trans tb, int M, int N, int K, CView A, CView B, float* C,
+            Accumulate acc) override {
+    gemm_.run(stream_of(s), ta, tb, M, N, K, A, B, C, acc);
+  }
+
+  // cuBLASLt reads 16-bit inputs as they are: nothing is widened (gemm_workspace_floats(cuda) is 0).
+  void set_gemm_workspace(float*, std::size_t) override {}
+
+  void add_bias(Stream& s, float* out, CView bias, int rows, int cols) override {
+    cuda::add_bias(stream_of(s), out, bias, rows, cols);
+  }
+  void bias_backward(Stream& s, float* dbias, const float* dout, int rows, int cols) override {
+    cuda::bias_backward(stream_of(s), dbias, dout, rows, cols);
+  }
+  void encoder_forward(Stream& s, float* out, const std::int32_t* tokens, CView wte, CView wpe, int B, int T,
+                       int C) override {
+    cuda::encoder_forward(stream_of(s), out, tokens, wte, wpe, B, T, C);
+  }
+  void encoder_backward(Stream& s, float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
+                        int B, int T, int C) override {
+    cuda::encoder_backward(stream_of(s), dwte, dwpe, dout, tokens, B, T, C);
+  }
+  void layernorm_forward(Stream& s, float* out, float* mean, float* rstd, const float* inp, CView w, CView b,
+                         int N, int C) override {
+    cuda::layernorm_forward(stream_of(s), out, mean, rstd, inp, w, b, N, C);
+  }
+  void layernorm_backward(Stream& s, float* dinp, float* dw, float* db, const float* dout, const float* inp,
+                          CView w, const float* mean, const float* rstd, int N, int C) override {
+    cuda::layernorm_backward(stream_of(s), dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+  }
+  void gelu_forward(Stream& s, float* out, const float* inp, std::size_t n) override {
+    cuda::gelu_forward(stream_of(s), out, inp, n);
+  }
+  void gelu_backward(Stream& s, float* dinp, const float* inp, const float* dout, std::size_t n) override {
+    cuda::gelu_backward(stream_of(s), dinp, inp, dout, n);
+  }
+  void attention_forward(Stream& s, float* out, float* saved, const float* qkv, int B, int T, int C,
+                         int NH) override {
+    cuda::attention_forward(stream_of(s), out, saved, qkv, B, T, C, NH);
+  }
+  void attention_backward(Stream& s, float* dqkv, float* scratch, const float* dout, const float* qkv,
+                          const float* out, const float* saved, int B, int T, int C, int NH) override {
+    cuda::attention_backward(stream_of(s), dqkv, scratch, dout, qkv, out, saved, B, T, C, NH);
+  }
+  void add(Stream& s, float* out, const float* a, const float* b, std::size_t n) override {
+    cuda::add(stream_of(s), out, a, b, n);
+  }
+  void axpy(Stream& s, float* y, float alpha, const float* x, std::size_t n) override {
+    cuda::axpy(stream_of(s), y, alpha, x, n);
+  }
+  void softmax_xent(Stream& s, float* losses, float* logits, const std::int32_t* targets, int N, int V,
+                    int Vp, float dloss) override {
+    cuda::softmax_xent(stream_of(s), losses, logits, targets, N, V, Vp, dloss);
+  }
+  void cast(Stream& s, void* dst, DType dst_type, const void* src, DType src_type, std::size_t n) override {
+    cuda::cast(stream_of(s), dst, dst_type, src, src_type, n);
+  }
+  void fill(Stream& s, float* x, float value, std::size_t n) override {
+    cuda::fill(stream_of(s), x, value, n);
+  }
+  void sum(Stream& s, double* acc, const float* x, std::size_t n) override {
+    cuda::sum(stream_of(s), acc, x, n);
+  }
+  void sum(Stream& s, double* acc, const double* x, std::size_t n) override {
+    cuda::sum(stream_of(s), acc, x, n);
+  }
+  void sum_squares(Stream& s, double* acc, const float* x, std::size_t n) override {
+    cuda::sum_squares(stream_of(s), acc, x, n);
+  }
+  void check_finite(Stream& s, double* acc, const float* x, std::size_t n) override {
+    cuda::check_finite(stream_of(s), acc, x, n);
+  }
+  void adamw(Stream& s, float* p, float* m, float* v, const float* g, std::size_t n, const AdamStep& step,
+             void* working, DType working_type) override {
+    cuda::adamw(stream_of(s), p, m, v, g, n, step, working, working_type);
+  }
+
+  // Device <-> pinned (and device <-> device): cudaMemcpyAsync, asynchronous. Host <-> host: a memcpy in
+  // stream order on CUDA's host-function thread (see HostWork). Device <-> pageable: CUDA stages the copy
+  // through pinned memory of its own and may read the pageable source at once, before the stream's
+  // earlier work has written it, so such a copy waits for the stream first and returns only when it is
+  // done: synchronous with respect to the host. The engine's per-step copies use pinned buffers;
+  // pageable ones are for set-up and tests.
+  void copy_async(Stream& s, void* dst, const void* src, std::size_t bytes) override {
+    if (!bytes) return;
+    const cudaStream_t stream = stream_of(s);
+    const Where to = where(dst), from = where(src);
+    if (to != Where::device && from != Where::device) return enqueue_host_work(stream, {dst, src, 0, bytes});
+    const bool pageable = to == Where::pageable || from == Where::pageable;
+    if (pageable) TZ_CUDA_CHECK(cudaStreamSynchronize(stream));
+    TZ_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
+    if (pageable) TZ_CUDA_CHECK(cudaStreamSynchronize(stream));
+  }
+
+  // Device memory: cudaMemsetAsync. Host memory, pinned or pageable: a memset in stream order on CUDA's
+  // host-function thread (a kernel cannot reach pageable memory; the CPU fills pinned memory faster than
+  // a kernel across PCIe).
+  void memset_async(Stream& s, void* dst, int value, std::size_t bytes) override {
+    if (!bytes) return;
+    const cudaStream_t stream = stream_of(s);
+    if (where(dst) == Where::device) {
+      TZ_CUDA_CHECK(cudaMemsetAsync(dst, value, bytes, stream));
+      return;
+    }
+    enqueue_host_work(stream, {dst, nullptr, value, bytes});
+  }
+
+ private:
+  CublasLtGemm gemm_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cuda_backend(Allocator& device_memory, Tf32 tf32) {
+  return std::make_unique<CudaBackend>(device_memory, tf32);
+}
+
+}  // namespace tz::cuda
