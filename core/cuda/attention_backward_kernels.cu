@@ -1,0 +1,251 @@
+// Fused causal attention backward in fp32 (FlashAttention-2's recomputation on SIMT cores), without
+// float atomics so every run gives the same bits: D = rowsum(dout * out) first, then one kernel per key
+// tile for dK and dV (looping over the query tiles that see it) and one per query tile for dQ (looping
+// over the key tiles it sees). Both recompute P = exp(scale * q.k - lse) from forward's log-sum-exp.
+#include <cmath>
+
+#include "core/cuda/attention_tiles.cuh"
+#include "core/cuda/kernels.h"
+#include "core/elementwise.h"
+
+namespace tz::cuda {
+namespace {
+
+using attn::kSide;
+using attn::kThreads;
+
+// Query rows BR and key rows BC per tile; four [rows][HSP + 1] tiles and two [BR][BC + 1] ones in shared
+// memory (166 KiB at head size 128, 140 KiB at 256 with 32 x 32 tiles).
+template <int HSP>
+struct BackwardTile {
+  static constexpr int BR = HSP <= 128 ? 64 : 32;
+  static constexpr int BC = BR;
+  static constexpr int LD = HSP + 1;
+  static constexpr int LDS = BC + 1;
+  static constexpr std::size_t smem_floats =
+      std::size_t(2 * BR + 2 * BC) * LD + std::size_t(2) * BR * LDS + std::size_t(2) * BR;
+};
+
+// drow[(b * NH + h) * T + t] = sum_d dout * out over the head's hs columns: one warp per row, lanes
+// strided over d, then a butterfly (fixed order).
+__global__ void attention_drow_kernel(float* drow, const float* dout, const float* out, std::size_t rows,
+                                      attn::Dims dm) {
+  const std::size_t row = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
+  const int lane = threadIdx.x % 32;
+  if (row >= rows) return;  // whole warps leave together (rows are per warp)
+  const int t = int(row % dm.T);
+  const std::size_t bh = row / dm.T;
+  const int h = int(bh % dm.NH);
+  const std::size_t b = bh / dm.NH;
+  const std::size_t off = (b * dm.T + t) * dm.C + std::size_t(h) * dm.hs;
+  float acc = 0.0f;
+  for (int d = lane; d < dm.hs; d += 32) acc = fmaf(dout[off + d], out[off + d], acc);
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+  if (lane == 0) drow[row] = acc;
+}
+
+// The probabilities and their score gradients of one [BR queries][BC keys] tile into sp and sds (sp
+// may be null when only dS is needed): P = exp(scale s - lse) where key <= query < T, else 0;
+// dS = P (dP - D). Reads sq, sk, sdo, sv, slse, sd; the caller syncs before and after.
+template <int HSP>
+__device__ __forceinline__ void probabilities_and_grads(float* sp, float* sds, const float* sq,
+                                                        const float* sk, const float* sdo, const float* sv,
+                                                        const float* slse, const float* sd, int q0, int k0,
+                                                        const attn::Dims& dm, int ty, int tx) {
+  using Tile = BackwardTile<HSP>;
+  constexpr int BR = Tile::BR, BC = Tile::BC, LD = Tile::LD, LDS = Tile::LDS;
+  constexpr int RM = BR / kSide, CN = BC / kSide;
+  float s[RM][CN] = {}, dp[RM][CN] = {};
+  attn::tile_mma<RM, CN, HSP, LD, 1, 1, LD>(s, sq, sk, ty, tx);    // S = Q K^T
+  attn::tile_mma<RM, CN, HSP, LD, 1, 1, LD>(dp, sdo, sv, ty, tx);  // dP = dO V^T
+#pragma unroll
+  for (int i = 0; i < RM; ++i) {
+    const int rl = ty + kSide * i, r = q0 + rl;
+#pragma unroll
+    for (int j = 0; j < CN; ++j) {
+      const int cl = tx + kSide * j, c = k0 + cl;
+      // c <= r < T also keeps c < T; masked entries are exact zeros (exp_f clamps to 1e-38).
+      const float p = (c <= r && r < dm.T) ? math::exp_f(s[i][j] * dm.scale - slse[rl]) : 0.0f;
+      if (sp) sp[rl * LDS + cl] = p;
+      sds[rl * LDS + cl] = p * (dp[i][j] - sd[rl]);
+    }
+  }
+}
+
+// lse and D of rows [q0, q0 + BR) into slse, sd (zeros past T).
+template <int BR>
+__device__ __forceinline__ void load_row_stats(float* slse, float* sd, const float* lse, const float* drow,
+                                               int q0, int T) {
+  for (int idx = threadIdx.x; idx < BR; idx += kThreads) {
+    const int t = q0 + idx;
+    slse[idx] = t < T ? lse[t] : 0.0f;
+    sd[idx] = t < T ? drow[t] : 0.0f;
+  }
+}
+
+// grid: (B * NH, key tiles). Key tile k0 is seen by query tiles from the one holding query k0 to the
+// end; dK and dV stay in registers across them and are written once (dK times scale).
+template <int HSP>
+__global__ void __launch_bounds__(kThreads)
+    attention_dkv_kernel(float* dqkv, const float* dout, const float* qkv, const float* lse,
+                         const float* drow, attn::Dims dm) {
+  using Tile = BackwardTile<HSP>;
+  constexpr int BR = Tile::BR, BC = Tile::BC, LD = Tile::LD, LDS = Tile::LDS;
+  constexpr int KM = BC / kSide, DN = HSP / kSide;
+  extern __shared__ float smem[];
+  float* sk = smem;              // [BC][LD]
+  float* sv = sk + BC * LD;      // [BC][LD]
+  float* sq = sv + BC * LD;      // [BR][LD]
+  float* sdo = sq + BR * LD;     // [BR][LD]
+  float* sp = sdo + BR * LD;     // [BR][LDS]
+  float* sds = sp + BR * LDS;    // [BR][LDS]
+  float* slse = sds + BR * LDS;  // [BR]
+  float* sd = slse + BR;         // [BR]
+
+  const int T = dm.T, C = dm.C, hs = dm.hs;
+  const int bh = blockIdx.x, b = bh / dm.NH, h = bh % dm.NH;
+  const int k0 = blockIdx.y * BC;
+  const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
+  const std::size_t C3 = std::size_t(3) * C;
+  const float* base = qkv + std::size_t(b) * T * C3 + std::size_t(h) * hs;
+  const float* dbase = dout + std::size_t(b) * T * C + std::size_t(h) * hs;
+  const float* lse_bh = lse + std::size_t(bh) * T;
+  const float* drow_bh = drow + std::size_t(bh) * T;
+
+  attn::load_tile<BC, HSP>(sk, base + C, C3, k0, T, hs);
+  attn::load_tile<BC, HSP>(sv, base + 2 * C, C3, k0, T, hs);
+
+  float dk[KM][DN] = {}, dv[KM][DN] = {};
+  for (int q0 = (k0 / BR) * BR; q0 < T; q0 += BR) {
+    __syncthreads();  // the previous tile's reads of sq, sdo, sp, sds, slse, sd are done
+    attn::load_tile<BR, HSP>(sq, base, C3, q0, T, hs);
+    attn::load_tile<BR, HSP>(sdo, dbase, std::size_t(C), q0, T, hs);
+    load_row_stats<BR>(slse, sd, lse_bh, drow_bh, q0, T);
+    __syncthreads();
+    probabilities_and_grads<HSP>(sp, sds, sq, sk, sdo, sv, slse, sd, q0, k0, dm, ty, tx);
+    __syncthreads();
+    // Rows of dK, dV are keys: A(c, r) = P[r][c] read down a column.
+    attn::tile_mma<KM, DN, BR, 1, LDS, LD, 1>(dv, sp, sdo, ty, tx);  // dV += P^T dO
+    attn::tile_mma<KM, DN, BR, 1, LDS, LD, 1>(dk, sds, sq, ty, tx);  // dK += dS^T Q
+  }
+
+#pragma unroll
+  for (int i = 0; i < KM; ++i) {
+    const int c = k0 + ty + kSide * i;
+    if (c >= T) continue;
+    float* row = dqkv + (std::size_t(b) * T + c) * C3 + std::size_t(h) * hs;
+#pragma unroll
+    for (int j = 0; j < DN; ++j) {
+      const int d = tx + kSide * j;
+      if (d < hs) {
+        row[C + d] = dk[i][j] * dm.scale;
+        row[2 * C + d] = dv[i][j];
+      }
+    }
+  }
+}
+
+// grid: (B * NH, query tiles), the last (most keys) first. dQ stays in registers across the key tiles
+// 0 .. the tile's last query and is written once, times scale.
+template <int HSP>
+__global__ void __launch_bounds__(kThreads)
+    attention_dq_kernel(float* dqkv, const float* dout, const float* qkv, const float* lse, const float* drow,
+                        attn::Dims dm) {
+  using Tile = BackwardTile<HSP>;
+  constexpr int BR = Tile::BR, BC = Tile::BC, LD = Tile::LD, LDS = Tile::LDS;
+  constexpr int RM = BR / kSide, DN = HSP / kSide;
+  extern __shared__ float smem[];
+  float* sq = smem;              // [BR][LD]
+  float* sdo = sq + BR * LD;     // [BR][LD]
+  float* sk = sdo + BR * LD;     // [BC][LD]
+  float* sv = sk + BC * LD;      // [BC][LD]
+  float* sds = sv + BC * LD;     // [BR][LDS]
+  float* slse = sds + BR * LDS;  // [BR]
+  float* sd = slse + BR;         // [BR]
+
+  const int T = dm.T, C = dm.C, hs = dm.hs;
+  const int bh = blockIdx.x, b = bh / dm.NH, h = bh % dm.NH;
+  const int q0 = (gridDim.y - 1 - blockIdx.y) * BR;
+  const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
+  const std::size_t C3 = std::size_t(3) * C;
+  const float* base = qkv + std::size_t(b) * T * C3 + std::size_t(h) * hs;
+
+  attn::load_tile<BR, HSP>(sq, base, C3, q0, T, hs);
+  attn::load_tile<BR, HSP>(sdo, dout + std::size_t(b) * T * C + std::size_t(h) * hs, std::size_t(C), q0, T,
+                           hs);
+  load_row_stats<BR>(slse, sd, lse + std::size_t(bh) * T, drow + std::size_t(bh) * T, q0, T);
+
+  float dq[RM][DN] = {};
+  const int last_key = min(q0 + BR, T) - 1;
+  for (int k0 = 0; k0 <= last_key; k0 += BC) {
+    __syncthreads();  // the previous tile's reads of sk, sds are done
+    attn::load_tile<BC, HSP>(sk, base + C, C3, k0, T, hs);
+    attn::load_tile<BC, HSP>(sv, base + 2 * C, C3, k0, T, hs);
+    __syncthreads();
+    probabilities_and_grads<HSP>(nullptr, sds, sq, sk, sdo, sv, slse, sd, q0, k0, dm, ty, tx);
+    __syncthreads();
+    attn::tile_mma<RM, DN, BC, LDS, 1, LD, 1>(dq, sds, sk, ty, tx);  // dQ += dS K
+  }
+
+#pragma unroll
+  for (int i = 0; i < RM; ++i) {
+    const int r = q0 + ty + kSide * i;
+    if (r >= T) continue;
+    float* row = dqkv + (std::size_t(b) * T + r) * C3 + std::size_t(h) * hs;
+#pragma unroll
+    for (int j = 0; j < DN; ++j) {
+      const int d = tx + kSide * j;
+      if (d < hs) row[d] = dq[i][j] * dm.scale;
+    }
+  }
+}
+
+template <int HSP>
+void launch_backward(cudaStream_t s, float* dqkv, const float* drow, const float* dout, const float* qkv,
+                     const float* lse, int B, const attn::Dims& dm) {
+  using Tile = BackwardTile<HSP>;
+  const std::size_t smem = Tile::smem_floats * sizeof(float);
+  const unsigned bh = unsigned(B * dm.NH);
+  const auto dkv = attention_dkv_kernel<HSP>;
+  attn::allow_shared_memory(dkv, smem);
+  dkv<<<dim3(bh, unsigned((dm.T + Tile::BC - 1) / Tile::BC)), kThreads, smem, s>>>(dqkv, dout, qkv, lse, drow,
+                                                                                   dm);
+  TZ_CUDA_CHECK(cudaGetLastError());
+  const auto dq = attention_dq_kernel<HSP>;
+  attn::allow_shared_memory(dq, smem);
+  dq<<<dim3(bh, unsigned((dm.T + Tile::BR - 1) / Tile::BR)), kThreads, smem, s>>>(dqkv, dout, qkv, lse, drow,
+                                                                                  dm);
+  TZ_CUDA_CHECK(cudaGetLastError());
+}
+
+}  // namespace
+
+void attention_backward(cudaStream_t s, float* dqkv, float* drow, const float* dout, const float* qkv,
+                        const float* out, const float* lse, int B, int T, int C, int NH) {
+  attn::check_shape(B, T, C, NH);
+  if (B == 0 || T == 0) return;
+  const int hs = C / NH;
+  const attn::Dims dm{T, C, NH, hs, 1.0f / std::sqrt(float(hs))};
+  const int hsp = attn::padded_head_size(hs);
+
+  const std::size_t rows = std::size_t(B) * NH * T;
+  constexpr int kRowsPerBlock = kThreads / 32;
+  attention_drow_kernel<<<unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock), kThreads, 0, s>>>(
+      drow, dout, out, rows, dm);
+  TZ_CUDA_CHECK(cudaGetLastError());
+  // dK, dV and dQ write disjoint columns of dqkv, so the two kernels only need the stream's order
+  // after drow.
+  switch (hsp) {
+    case 32:
+      return launch_backward<32>(s, dqkv, drow, dout, qkv, lse, B, dm);
+    case 64:
+      return launch_backward<64>(s, dqkv, drow, dout, qkv, lse, B, dm);
+    case 128:
+      return launch_backward<128>(s, dqkv, drow, dout, qkv, lse, B, dm);
+    default:
+      return launch_backward<256>(s, dqkv, drow, dout, qkv, lse, B, dm);
+  }
+}
+
+}  // namespace tz::cuda

@@ -1,0 +1,101 @@
+// Shared pieces of the fused fp32 attention kernels (attention_forward_kernels.cu,
+// attention_backward_kernels.cu): the thread layout, tile loads into shared memory, and the small
+// shared-memory matrix products every step is made of.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "core/cuda/cuda_runtime.h"
+#include "core/error.h"
+
+namespace tz::cuda::attn {
+
+// 256 threads seen as a 16 x 16 grid: tx = threadIdx.x % 16 picks columns, ty = threadIdx.x / 16 rows.
+// A thread owns rows ty + 16 i and columns tx + 16 j of every tile it accumulates, so the 16 threads
+// sharing a row are one half-warp and reduce over it with shuffles.
+constexpr int kThreads = 256;
+constexpr int kSide = 16;
+
+// What every kernel needs to address one (batch, head) slice of qkv [B,T,3C], out and dout [B,T,C].
+struct Dims {
+  int T = 0, C = 0, NH = 0, hs = 0;
+  float scale = 0;  // 1 / sqrt(hs), computed on the host exactly as the cpu backend does
+};
+
+// The head size the kernels are compiled for: hs rounded up to 32, 64, 128 or 256. Columns past hs are
+// loaded as zeros, which add exact zeros to every product, and are never written.
+inline int padded_head_size(int hs) {
+  if (hs <= 32) return 32;
+  if (hs <= 64) return 64;
+  if (hs <= 128) return 128;
+  if (hs <= 256) return 256;
+  TZ_FAIL("attention: head size ", hs, " (C / NH) is over the 256 the cuda kernels support; use more heads");
+}
+
+inline void check_shape(int B, int T, int C, int NH) {
+  TZ_CHECK(B >= 0 && T >= 0 && C > 0 && NH > 0 && C % NH == 0, "attention: B=", B, " T=", T, " C=", C,
+           " NH=", NH, " needs C a positive multiple of NH");
+  TZ_CHECK(std::size_t(B) * NH <= 0x7fffffffu, "attention: B * NH = ", std::size_t(B) * NH,
+           " is over the grid's 2^31 - 1 blocks");
+  // Query and key tiles (32 rows at least) go in grid.y, at most 65535.
+  TZ_CHECK(T <= 65535 * 32, "attention: T = ", T, " is over the ", 65535 * 32, " positions the grid covers");
+}
+
+// Kernels with more than the 48 KiB default of dynamic shared memory must opt in (per kernel, per
+// device), so the launch path sets it every time; it is a host-side attribute, no device work.
+template <typename Kernel>
+void allow_shared_memory(Kernel kernel, std::size_t bytes) {
+  TZ_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+}
+
+// Rows [row0, row0 + ROWS) of a matrix with `row_stride` floats per row, its first hs columns (src
+// points at column 0 of the head), into dst[ROWS][HSP + 1]; zeros past row T and past column hs.
+// The +1 pad puts consecutive rows in consecutive banks (the products read down columns).
+template <int ROWS, int HSP>
+__device__ __forceinline__ void load_tile(float* dst, const float* src, std::size_t row_stride, int row0,
+                                          int T, int hs) {
+  for (int idx = threadIdx.x; idx < ROWS * HSP; idx += kThreads) {
+    const int r = idx / HSP, d = idx % HSP, t = row0 + r;
+    dst[r * (HSP + 1) + d] = (t < T && d < hs) ? src[std::size_t(t) * row_stride + d] : 0.0f;
+  }
+}
+
+// acc[i][j] += sum_{k < K} A(ty + 16 i, k) * B(k, tx + 16 j), with A(r, k) = a[r * AR + k * AK] and
+// B(k, c) = b[k * BK + c * BC], both in shared memory; fmaf in k order, so the result does not depend
+// on anything but the inputs. The strides pick the form: S = Q K^T (A = Q, B = K read across rows),
+// O += P V, dV += P^T dO (A = P read down columns).
+template <int RM, int CN, int K, int AR, int AK, int BK, int BC>
+__device__ __forceinline__ void tile_mma(float (&acc)[RM][CN], const float* a, const float* b, int ty,
+                                         int tx) {
+#pragma unroll 4
+  for (int k = 0; k < K; ++k) {
+    float av[RM], bv[CN];
+#pragma unroll
+    for (int i = 0; i < RM; ++i) av[i] = a[(ty + kSide * i) * AR + k * AK];
+#pragma unroll
+    for (int j = 0; j < CN; ++j) bv[j] = b[k * BK + (tx + kSide * j) * BC];
+#pragma unroll
+    for (int i = 0; i < RM; ++i)
+#pragma unroll
+      for (int j = 0; j < CN; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+  }
+}
+
+// Max and sum over the 16 threads of a half-warp (one tile row). The butterfly gives every lane the
+// same bits: at each level a lane and its partner combine the same two values, and fmaxf and + are
+// commutative (fmaxf drops a NaN on both sides alike; a NaN score still reaches the sum via exp).
+__device__ __forceinline__ float row_max(float x) {
+#pragma unroll
+  for (int off = kSide / 2; off > 0; off >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, off));
+  return x;
+}
+
+__device__ __forceinline__ float row_sum(float x) {
+#pragma unroll
+  for (int off = kSide / 2; off > 0; off >>= 1) x += __shfl_xor_sync(0xffffffffu, x, off);
+  return x;
+}
+
+}  // namespace tz::cuda::attn
