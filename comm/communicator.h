@@ -114,6 +114,12 @@ class Communicator {
   CommStats stats() const { return stats_.snapshot(); }
   void reset_stats() { stats_.reset(); }
 
+  // Makes every later collective start only after the work enqueued on `s` up to its call (its input's
+  // producer), without blocking the host where the backend can (NCCL: an event the communication stream
+  // waits on). nullptr: the caller orders inputs itself. A no-op for backends on host memory, whose
+  // streams have run each operation by the time it is enqueued.
+  virtual void set_producer_stream(Stream* s) { (void)s; }
+
   // Ends the whole job now (MPI_Abort): the top-level error handler calls it so no rank waits forever
   // on a peer that has failed.
   virtual void abort(int code) noexcept = 0;

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "comm/device_comm.h"
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/host_ops.h"
@@ -60,7 +61,21 @@ struct Run {
       : plan(plan_memory(plan_inputs(opt, comm.size(), comm.rank()))) {
     check_fits_with_advice(plan);  // a refusal names the smallest changes that fit
     dev = make_device(opt.device, device_options(opt));
+    if (opt.device == DeviceKind::cuda) {
+      // Planned again against what the GPU can give: its budget (--device-mem, or the free memory less
+      // the reserve) less what the device took when it started (the cuBLASLt workspace).
+      const MemoryBudget& b = dev->budget(MemoryKind::device);
+      PlanInputs in = plan.in;
+      in.budget[0] = std::min(in.budget[0], b.budget() - b.used());
+      plan = plan_memory(in);
+      check_fits_with_advice(plan);
+    }
     stream = dev->create_stream();
+    // Device buffers travel over NCCL on a cuda device (bootstrapped over `comm`, which keeps the host
+    // collectives); collectives wait for the compute stream's work, not for the host.
+    device_comm_owned = make_device_comm(comm, *dev);
+    dcomm = device_comm_owned ? device_comm_owned.get() : &comm;
+    dcomm->set_producer_stream(stream.get());
     done = dev->create_event();
     planned = std::make_unique<PlannedBuffers>(*dev, plan.buffers);
     CorpusData corpus = load_corpus(opt);
@@ -84,7 +99,8 @@ struct Run {
       values = std::move(loaded[g]);
       loaded[g] = {};
     };
-    engine = std::make_unique<Engine>(*dev, *stream, comm, plan, *planned, ec, init, hooks.engine);
+    engine = std::make_unique<Engine>(*dev, *stream, *dcomm, plan, *planned, ec, init, hooks.engine);
+    engine->set_host_comm(comm);
     const MemoryKind act_home =
         opt.offload.activations == Tier::host ? MemoryKind::pinned_host : MemoryKind::device;
     model = std::make_unique<Gpt>(*dev, opt.model, GptShape{opt.micro_batch, opt.seq_len}, opt.dtype,
@@ -97,17 +113,23 @@ struct Run {
 
   // The sums over ranks of slots [i, i + n) of the scalars, read back to the host (readback[i..]), and
   // the slots zeroed.
-  void reduce_scalars(Communicator& comm, int i, int n, ReduceOp op = ReduceOp::sum) {
+  void reduce_scalars(int i, int n, ReduceOp op = ReduceOp::sum) {
     Backend& be = dev->backend();
-    if (comm.size() > 1) comm.all_reduce(losses.data() + i, n, DType::f64, op)->wait(*stream);
+    if (dcomm->size() > 1) dcomm->all_reduce(losses.data() + i, n, DType::f64, op)->wait(*stream);
     be.copy_async(*stream, readback.data() + i, losses.data() + i, n * sizeof(double));
     be.memset_async(*stream, losses.data() + i, 0, n * sizeof(double));
     done->record(*stream);
     done->synchronize();
   }
 
+  ~Run() {
+    if (dcomm) dcomm->set_producer_stream(nullptr);  // the stream goes before `comm` does
+  }
+
   MemoryPlan plan;
   std::unique_ptr<Device> dev;
+  std::unique_ptr<Communicator> device_comm_owned;
+  Communicator* dcomm = nullptr;  // device buffers: NCCL on a cuda device, else the host communicator
   std::unique_ptr<Stream> stream;
   std::unique_ptr<Event> done;
   std::unique_ptr<PlannedBuffers> planned;
@@ -218,7 +240,7 @@ class Loop {
 };
 
 void Loop::step(int s, TrainResult& result) {
-  const CommStats before = comm_.stats();
+  const CommStats before = run_.dcomm->stats();
   StepTimes t;
   const auto t0 = Clock::now();
   const float dscale = run_.engine->dloss_scale();
@@ -245,7 +267,7 @@ void Loop::step(int s, TrainResult& result) {
   run_.readback.data()[kStopSlot] = stop_ && stop_->load() ? 1.0 : 0.0;
   run_.dev->backend().copy_async(*run_.stream, run_.losses.data() + kStopSlot, run_.readback.data() + kStopSlot,
                                  sizeof(double));
-  run_.reduce_scalars(comm_, 0, 2);
+  run_.reduce_scalars(0, 2);
   const float loss = float(run_.readback.data()[0] / tokens);
   if (run_.readback.data()[kStopSlot] > 0) stop_requested_ = true;
   TZ_CHECK(std::isfinite(loss) || opt_.dtype == DType::f16, "the training loss is ", loss, " at step ", s,
@@ -267,7 +289,7 @@ void Loop::report(int s, float loss, const StepStats& st, const StepTimes& t, co
                   st.loss_scale, run_.engine->dloss_scale() * opt_.grad_accum);
     log(b);
   }
-  const CommStats after = comm_.stats();
+  const CommStats after = run_.dcomm->stats();
   const double wait_ms = comm_wait_ms(after, before);
   const double tok_s = double(BT_) * opt_.grad_accum * comm_.size() / (t.step / 1000.0);
   MemoryBudget& dev = run_.dev->budget(MemoryKind::device);
@@ -319,7 +341,7 @@ void Loop::validate(int s, TrainResult& result) {
     run_.model->forward(*run_.engine, inputs_.data(), targets_.data(), 1.0f, run_.losses.data() + kValSlot,
                         *run_.stream);
   }
-  run_.reduce_scalars(comm_, kValSlot, 1);
+  run_.reduce_scalars(kValSlot, 1);
   result.val_loss = float(run_.readback.data()[kValSlot] / (double(BT_) * n * comm_.size()));
   if (SwapStats* pw = run_.engine->param_io_stats()) pw->reset();  // the next step's metrics count its own
   TZ_CHECK(std::isfinite(result.val_loss), "the validation loss is ", result.val_loss, " at step ", s,
@@ -405,7 +427,7 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
     run.readback.data()[kStopSlot] = stop ? double(stop->load()) : 0.0;
     run.dev->backend().copy_async(*run.stream, run.losses.data() + kStopSlot, run.readback.data() + kStopSlot,
                                   sizeof(double));
-    run.reduce_scalars(comm, kStopSlot, 1, ReduceOp::max);
+    run.reduce_scalars(kStopSlot, 1, ReduceOp::max);
     result.stop_signal = int(run.readback.data()[kStopSlot]);
     if (comm.rank() == 0)
       log("stopped by a signal after step " + std::to_string(last) + " of " + std::to_string(opt.steps) +

@@ -247,7 +247,7 @@ std::vector<float> Engine::gather_master(int g) {
     done_->synchronize();
   }
   if (gp.opt_range.count < s.shards.padded && comm_.size() > 1)
-    comm_.all_gather(mine, full.data(), gp.opt_range.count, DType::f32)->wait();
+    host_comm_->all_gather(mine, full.data(), gp.opt_range.count, DType::f32)->wait();
   full.resize(s.shards.count);
   return full;
 }

@@ -108,6 +108,8 @@ class Engine final : public ParamProvider {
 
   const MemoryPlan& plan() const { return plan_; }
   Communicator& comm() { return comm_; }
+  // The communicator for host buffers (gather_master), when `comm` takes device buffers only (NCCL).
+  void set_host_comm(Communicator& c) { host_comm_ = &c; }
   const MemoryBudget& nvme_budget() const { return nvme_budget_; }
   NvmeStore* nvme_store() { return store_.get(); }
   // NVMe traffic of the optimizer swap and of parameter shards since the last reset (null without).
@@ -124,6 +126,7 @@ class Engine final : public ParamProvider {
   Device& dev_;
   Stream& stream_;
   Communicator& comm_;
+  Communicator* host_comm_ = &comm_;
   const MemoryPlan& plan_;
   EngineConfig cfg_;
   EngineHooks hooks_;

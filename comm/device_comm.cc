@@ -1,0 +1,25 @@
+// make_device_comm: the one place in comm/ that knows whether this build has NCCL. Compiled into the
+// small library `comm_devices` (with comm_nccl and TZ_WITH_CUDA=1 when CUDA is built), so that `comm`
+// itself links nothing from CUDA.
+#include "comm/device_comm.h"
+
+#include "core/error.h"
+
+#if defined(TZ_WITH_CUDA) && TZ_WITH_CUDA
+#include "comm/nccl_comm.h"
+#include "core/cuda/cuda_device.h"
+#endif
+
+namespace tz {
+
+std::unique_ptr<Communicator> make_device_comm(Communicator& host, Device& dev) {
+  // A world of one on a cuda device too: the self communicator's copies are host memcpys.
+  if (dev.kind() == DeviceKind::cpu) return nullptr;
+#if defined(TZ_WITH_CUDA) && TZ_WITH_CUDA
+  return make_nccl_world(host, cuda::cuda_device_index(dev));
+#else
+  TZ_FAIL("a cuda device in a build without CUDA (this is a bug, please report it)");
+#endif
+}
+
+}  // namespace tz
