@@ -142,16 +142,20 @@ void OptimizerStep::update(const AdamStep& adam, float wd) {
       update_on_host(groups_[g], begin, n, p, m, v, adam, wd);
     });
   } else {
-    for (GroupState& g : groups_) {
-      if (keep_speculative(g, adam, wd)) continue;
-      for (std::size_t b = 0; b < g.place->opt_range.count; b += plan_.update_chunk) {
-        const std::size_t n = std::min(plan_.update_chunk, g.place->opt_range.count - b);
-        if (g.place->update_on == Tier::device)
-          update_on_device(g, b, n, adam, wd);
-        else
-          update_on_host(g, b, n, nullptr, nullptr, nullptr, adam, wd);
+    // ZeRO-Offload++'s twin flow: the device's AdamW of the groups kept there is enqueued first, so on a
+    // GPU it runs while the host runs the CPU Adam of the others (each group's arithmetic is its own, so
+    // the order does not change any bits).
+    for (Tier on : {Tier::device, Tier::host})
+      for (GroupState& g : groups_) {
+        if (g.place->update_on != on || keep_speculative(g, adam, wd)) continue;
+        for (std::size_t b = 0; b < g.place->opt_range.count; b += plan_.update_chunk) {
+          const std::size_t n = std::min(plan_.update_chunk, g.place->opt_range.count - b);
+          if (on == Tier::device)
+            update_on_device(g, b, n, adam, wd);
+          else
+            update_on_host(g, b, n, nullptr, nullptr, nullptr, adam, wd);
+        }
       }
-    }
   }
   if (spec_) {
     // The copies up read the arena; the next step's speculation writes it.
