@@ -3,6 +3,7 @@
 // backward carries one residual-gradient buffer through every block.
 #include "model/gpt.h"
 
+#include <algorithm>
 #include <cstring>
 
 #include "core/backend.h"
@@ -23,19 +24,32 @@ std::string act_name(const char* what, int set) { return std::string("activation
 
 }  // namespace
 
+int Gpt::logits_rows(const GptConfig& cfg, GptShape s) {
+  const std::size_t BT = std::size_t(s.B) * s.T, row = std::size_t(cfg.padded_vocab_size) * sizeof(float);
+  std::size_t rows = std::clamp<std::size_t>(kLogitsChunkBytes / row, 1, BT);
+  if (s.max_logits_rows > 0) rows = std::min<std::size_t>(rows, std::size_t(s.max_logits_rows));
+  return int(rows);
+}
+
 std::vector<GemmShape> Gpt::gemm_shapes(const GptConfig& cfg, GptShape s) {
   const int BT = s.B * s.T, C = cfg.n_embd, Vp = cfg.padded_vocab_size;
   const Trans N = Trans::no, T = Trans::yes;
   std::vector<GemmShape> v;
   for (int oc : {3 * C, C, 4 * C}) v.push_back({N, N, BT, oc, C});  // qkv, attention and mlp projections...
   v.push_back({N, N, BT, C, 4 * C});                                 // ...and the mlp's back to C
-  v.push_back({N, T, BT, Vp, C});                                    // LM head
+  // The LM head, per chunk of rows (and the last, shorter chunk, whose workspace need may differ).
+  const int R = logits_rows(cfg, s);
+  std::vector<int> rows{R};
+  if (BT % R) rows.push_back(BT % R);
+  for (int r : rows) {
+    v.push_back({N, T, r, Vp, C});  // logits
+    v.push_back({N, N, r, C, Vp});  // its input gradient
+    v.push_back({T, N, Vp, C, r});  // its weight gradient
+  }
   for (auto [in, out] : {std::pair{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}}) {
     v.push_back({N, T, BT, in, out});  // input gradient
     v.push_back({T, N, in, out, BT});  // weight gradient
   }
-  v.push_back({N, N, BT, C, Vp});  // LM head backward
-  v.push_back({T, N, Vp, C, BT});
   return v;
 }
 
@@ -65,7 +79,7 @@ std::vector<BufferSpec> Gpt::buffers(const GptConfig& cfg, GptShape s, DType dt,
   f("activations final layernorm", BT * C);
   f("activations final layernorm mean", BT);
   f("activations final layernorm rstd", BT);
-  f("activations logits", BT * Vp);
+  f("activations logits", std::size_t(logits_rows(cfg, s)) * Vp);
   f("activations losses", BT);
   f("activations input tokens", BT);  // int32
   f("activations target tokens", BT);
@@ -78,7 +92,7 @@ std::vector<BufferSpec> Gpt::buffers(const GptConfig& cfg, GptShape s, DType dt,
   if (dt != DType::f32) {
     v.push_back({"activations low-precision matmul input", kActs, MemoryKind::device, BT * 4 * C * 2});
     v.push_back({"activations low-precision gradient", kActs, MemoryKind::device,
-                 BT * std::max<std::size_t>(Vp, 4 * C) * 2});
+                 std::max<std::size_t>(std::size_t(logits_rows(cfg, s)) * Vp, BT * 4 * C) * 2});
   }
   std::size_t ws = 0;
   for (const GemmShape& g : gemm_shapes(cfg, s)) ws = std::max(ws, gemm_workspace_floats(device, dt, g));
@@ -234,11 +248,18 @@ void Gpt::forward(ParamProvider& params, const std::int32_t* inputs, const std::
   be_.layernorm_forward(s, lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual_[cfg_.n_layer].data(),
                         offset(pf, layout_.lnf_w_offset), offset(pf, layout_.lnf_b_offset), BT, C);
   params.release(fn, Pass::forward);
+  // The LM head and the loss, chunk by chunk of rows: each chunk's logits become its gradient in place;
+  // the last chunk's stays for backward.
+  dloss_ = dloss_scale / float(BT);
   CView x = lowp(s, lnf_.data(), lp_act_.data(), std::size_t(BT) * C);
-  be_.gemm(s, Trans::no, Trans::yes, BT, Vp, C, x, offset(pe, layout_.wte_offset), logits_.data(), Accumulate::no);
+  const int R = logits_rows(cfg_, shape_);
+  for (int r0 = 0; r0 < BT; r0 += R) {
+    const int rows = std::min(R, BT - r0);
+    be_.gemm(s, Trans::no, Trans::yes, rows, Vp, C, offset(x, std::size_t(r0) * C), offset(pe, layout_.wte_offset),
+             logits_.data(), Accumulate::no);
+    be_.softmax_xent(s, losses_.data() + r0, logits_.data(), targets_.data() + r0, rows, V, Vp, dloss_);
+  }
   params.release(emb, Pass::forward);
-
-  be_.softmax_xent(s, losses_.data(), logits_.data(), targets_.data(), BT, V, Vp, dloss_scale / float(BT));
   be_.sum(s, loss_sum, losses_.data(), BT);
 }
 
@@ -286,12 +307,24 @@ void Gpt::backward(ParamProvider& params, Stream& s) {
 
   // LM head: logits = lnf @ wte^T. The embedding's parameter values are not needed after this
   // (encoder backward only scatters gradients), so it is released at once.
+  // Chunks of rows from the last (whose gradient forward left in the logits buffer) to the first
+  // (recomputed: the logits again, then their gradient).
   CView pe = params.acquire(emb, Pass::backward);
   float* ge = params.grad(emb);
-  CView dlog = lowp(s, logits_.data(), lp_grad_.data(), std::size_t(BT) * Vp);
-  be_.gemm(s, Trans::no, Trans::no, BT, C, Vp, dlog, offset(pe, layout_.wte_offset), dln_.data(), Accumulate::no);
-  be_.gemm(s, Trans::yes, Trans::no, Vp, C, BT, dlog, lowp(s, lnf_.data(), lp_act_.data(), nC), ge + layout_.wte_offset,
-           Accumulate::yes);
+  const CView wte = offset(pe, layout_.wte_offset);
+  const CView x = lowp(s, lnf_.data(), lp_act_.data(), nC);
+  const int R = logits_rows(cfg_, shape_), last = (BT - 1) / R * R;
+  for (int r0 = last; r0 >= 0; r0 -= R) {
+    const int rows = std::min(R, BT - r0);
+    const CView xr = offset(x, std::size_t(r0) * C);
+    if (r0 != last) {
+      be_.gemm(s, Trans::no, Trans::yes, rows, Vp, C, xr, wte, logits_.data(), Accumulate::no);
+      be_.softmax_xent(s, losses_.data() + r0, logits_.data(), targets_.data() + r0, rows, cfg_.vocab_size, Vp, dloss_);
+    }
+    CView dlog = lowp(s, logits_.data(), lp_grad_.data(), std::size_t(rows) * Vp);
+    be_.gemm(s, Trans::no, Trans::no, rows, C, Vp, dlog, wte, dln_.data() + std::size_t(r0) * C, Accumulate::no);
+    be_.gemm(s, Trans::yes, Trans::no, Vp, C, rows, dlog, xr, ge + layout_.wte_offset, Accumulate::yes);
+  }
   params.release(emb, Pass::backward);
 
   CView pf = params.acquire(fn, Pass::backward);

@@ -19,6 +19,7 @@ enum class ActivationCheckpointing { off, per_block };
 struct GptShape {
   int B = 4;   // micro-batch
   int T = 64;  // sequence length (<= max_seq_len)
+  int max_logits_rows = 0;  // > 0: at most this many rows of logits at once (tests); 0: by kLogitsChunkBytes
 };
 
 class Gpt {
@@ -34,6 +35,11 @@ class Gpt {
                                          DeviceKind device = DeviceKind::cpu);
   // Every matrix product forward and backward run.
   static std::vector<GemmShape> gemm_shapes(const GptConfig& cfg, GptShape shape);
+  // Rows of logits the LM head materialises at once: all B*T rows while they fit kLogitsChunkBytes, else
+  // chunks of this many rows (forward keeps only each chunk's losses; backward recomputes the chunks
+  // but the last, whose gradient forward left in place).
+  static constexpr std::size_t kLogitsChunkBytes = std::size_t(64) << 20;
+  static int logits_rows(const GptConfig& cfg, GptShape shape);
 
   // The groups in the order backward reports their gradients ready (grad_ready): the final norm, the
   // blocks from the last to the first, then the embedding (its gradient is finished by the encoder).
@@ -93,6 +99,7 @@ class Gpt {
   std::vector<Buffer<float>> residual_;  // L+1 residual streams [BT, C]; residual_[0] is the embedding output
   std::vector<BlockActs> acts_;          // L sets, or 1 shared set with checkpointing
   Buffer<float> lnf_, lnf_mean_, lnf_rstd_, logits_, losses_;
+  float dloss_ = 0;  // forward's loss-gradient factor, for backward's recomputed logits chunks
   Buffer<std::int32_t> inputs_, targets_;
   // backward scratch
   Buffer<float> dres_, dln_, datty_, dqkv_, dfch_, datt_;

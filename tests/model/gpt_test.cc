@@ -158,6 +158,27 @@ TEST_F(GptTest, ActivationCheckpointingGivesBitwiseIdenticalLossAndGradients) {
   EXPECT_LT(ckpt.activation_bytes(), plain.activation_bytes());
 }
 
+// The LM head in chunks of 3 rows (3 + 3 + 3 + 1 of B*T = 10): forward keeps only each chunk's losses,
+// backward recomputes all chunks but the last. The same loss (to the reference) and gradients (to the
+// unchunked model's: only the splitting of wte's gradient sum over rows differs, so 1e-6 absolute).
+TEST_F(GptTest, TheLmHeadInChunksOfRowsGivesTheSameLossAndGradients) {
+  Gpt whole(*dev, cfg, {B, T}, DType::f32, ActivationCheckpointing::off);
+  const float l1 = run(whole);
+  const auto g1 = prov.g;
+  Gpt chunked(*dev, cfg, {B, T, 3}, DType::f32, ActivationCheckpointing::off);
+  EXPECT_EQ(Gpt::logits_rows(cfg, {B, T, 3}), 3);
+  const float l2 = run(chunked);
+  const double ref = testing::RefGpt{cfg, layout}.loss(as_double(), in, tgt, B, T);
+  EXPECT_NEAR(l2, ref, 1e-5 * std::abs(ref));
+  EXPECT_NEAR(l2, l1, 1e-6 * std::abs(l1));
+  for (std::size_t g = 0; g < g1.size(); ++g)
+    for (std::size_t i = 0; i < g1[g].size(); ++i)
+      ASSERT_NEAR(prov.g[g][i], g1[g][i], 1e-6 + 1e-5 * std::abs(g1[g][i])) << "group " << g << " elem " << i;
+  // The logits buffer holds 3 rows instead of 10.
+  EXPECT_EQ(whole.activation_bytes() - chunked.activation_bytes(),
+            std::size_t(B * T - 3) * cfg.padded_vocab_size * sizeof(float));
+}
+
 TEST_F(GptTest, Bf16MatmulsStayCloseToFp32) {
   Gpt f32(*dev, cfg, {B, T}, DType::f32, ActivationCheckpointing::off);
   float l32 = run(f32);
