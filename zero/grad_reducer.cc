@@ -72,7 +72,10 @@ GradReducer::GradReducer(Device& dev, Stream& stream, Communicator& comm, const 
   }
   bool host = false;
   for (const Destination& d : dest_) host |= d.on_host;
-  if (host) host_staging_ = planned.take<float>("gradient delivery staging");
+  if (host) {
+    host_staging_ = planned.take<float>("gradient delivery staging");
+    down_ = dev.create_stream();
+  }
 }
 
 // A bucket still in flight is waited on by its Work's destructor (silently, when the communicator has
@@ -127,7 +130,13 @@ void GradReducer::launch(Slot& s) {
 void GradReducer::deliver(Slot& s) {
   if (s.launch < 0) return;
   TZ_CHECK(s.pending == 0, "a gradient bucket was delivered before all of its groups arrived");
-  s.work->wait(stream_);
+  // Shards for the host go down on a stream of their own as soon as the collective is done, not behind
+  // the backward kernels enqueued since; device destinations are filled on the compute stream.
+  bool to_host = false, to_device = false;
+  for (int g : plan_.order)
+    if (plan_.bucket_of[g] == s.launch) (dest_[g].on_host ? to_host : to_device) = true;
+  if (to_device) s.work->wait(stream_);
+  if (to_host) s.work->wait(*down_);
   s.work.reset();
   Backend& be = dev_.backend();
   const std::size_t base = plan_.reduce_scatter ? std::size_t(map_.rank()) * plan_.stride[s.launch] : 0;
@@ -148,8 +157,8 @@ void GradReducer::deliver(Slot& s) {
 }
 
 void GradReducer::deliver_to_host(const Destination& d, const float* src, std::size_t n) {
-  dev_.backend().copy_async(stream_, host_staging_.data(), src, n * sizeof(float));
-  copied_->record(stream_);
+  dev_.backend().copy_async(*down_, host_staging_.data(), src, n * sizeof(float));
+  copied_->record(*down_);
   copied_->synchronize();  // the host adds what the copy brought down
   if (d.how == Deliver::copy)
     host_copy(d.ptr, host_staging_.data(), n);

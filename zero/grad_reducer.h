@@ -77,6 +77,7 @@ class GradReducer {
   std::vector<std::unique_ptr<Slot>> slots_;
   Buffer<float> host_staging_;
   std::unique_ptr<Event> copied_;
+  std::unique_ptr<Stream> down_;  // device-to-host copies of shards for the host tier
   std::size_t next_ = 0;  // position in plan_.order of the group expected next
   std::function<void(int)> delivered_;
 };

@@ -76,8 +76,10 @@ ParamGatherer::ParamGatherer(Device& dev, Stream& stream, Communicator& comm, co
       nvme_(nvme),
       prefetch_elems_(prefetch_elems),
       held_group_(plan.held_group),
-      copied_(dev.create_event()) {
+      copied_(dev.create_event()),
+      up_(dev.create_stream()) {
   slots_.resize(1 + plan.slots);
+  for (Slot& s : slots_) s.free = dev.create_event();
   auto take = [&](Slot& s, const std::string& name, const std::string& staging) {
     s.mem = planned.take<std::uint8_t>(name);
     if (plan.staging_bytes)
@@ -116,9 +118,10 @@ void ParamGatherer::launch_gather(Slot& slot) {
     return;
   }
   const void* src = place_.groups[g].params_home == Tier::host ? shard_[g] : slot.staging.data();
-  dev_.backend().copy_async(stream_, mine, src, bytes);
-  copied_->record(stream_);
-  copied_->synchronize();  // the collective reads what the copy brought up
+  slot.free->wait(*up_);  // the kernels that read the slot's previous group are done with it
+  dev_.backend().copy_async(*up_, mine, src, bytes);
+  copied_->record(*up_);
+  copied_->synchronize();  // the collective reads what the copy brought up (and the staging is free again)
   slot.work = comm_.all_gather(mine, slot.mem.data(), count, place_.working);
 }
 
@@ -209,8 +212,9 @@ void ParamGatherer::release(int g, Pass) {
   if (!place_.groups[g].params_sharded) return;
   const int s = slot_of(g);
   TZ_CHECK(s >= 0 && slots_[s].held, "stage 3: release of group ", g, " that is not gathered");
-  // The slot is free for the next gather; the CPU stream has finished reading it. (On a GPU the next
-  // gather into it must wait for an event recorded here.)
+  // The slot is free for the next gather once the kernels enqueued so far have read it: a copy into it
+  // waits for this event; a collective into it waits for the compute stream (the producer stream).
+  slots_[s].free->record(stream_);
   slots_[s].held = false;
   slots_[s].group = -1;
 }

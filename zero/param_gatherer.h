@@ -70,6 +70,9 @@ class ParamGatherer {
     std::unique_ptr<Work> work;
     IoHandle fetch;
     bool fetching = false;
+    // Recorded on the compute stream at release: the next copy into the slot, on the upload stream,
+    // waits for the kernels that read it.
+    std::unique_ptr<Event> free;
   };
   void launch_gather(Slot& slot);
   // Launches the gathers of fetched shards in the order their reads started, waiting for the reads.
@@ -97,6 +100,9 @@ class ParamGatherer {
   bool traced_[2] = {false, false};
   std::size_t pos_[2] = {0, 0};
   std::unique_ptr<Event> copied_;
+  // Host and NVMe shards go up on a stream of their own, so the upload of the next group runs while
+  // the compute stream works on this one.
+  std::unique_ptr<Stream> up_;
   struct Pending {
     int slot;
     std::size_t started_at;  // acquire count when its read started
