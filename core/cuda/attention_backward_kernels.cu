@@ -1,7 +1,8 @@
 // Fused causal attention backward in fp32 (FlashAttention-2's recomputation on SIMT cores), without
 // float atomics so every run gives the same bits: D = rowsum(dout * out) first, then one kernel per key
 // tile for dK and dV (looping over the query tiles that see it) and one per query tile for dQ (looping
-// over the key tiles it sees). Both recompute P = exp(scale * q.k - lse) from forward's log-sum-exp.
+// over the key tiles it sees). Both recompute P = exp(scale * q.k - lse) from forward's log-sum-exp
+// (exp is math::exp_f, as in forward and the cpu backend).
 #include <cmath>
 
 #include "core/cuda/attention_tiles.cuh"

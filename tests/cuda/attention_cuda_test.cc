@@ -149,10 +149,10 @@ class CudaAttention : public ::testing::TestWithParam<Shape> {
 constexpr double kAtol = 2e-5, kRtol = 1e-4;
 
 // Head sizes 8 (two shapes), 16, 24, 64 (GPT-2), 96, 128, 200 and 256; T of 1, below, at and past the
-// 64- and 32-row tiles (7, 33, 64, 70, 130, 257) and 1024.
-const Shape kShapes[] = {{1, 1, 8, 1},    {2, 7, 24, 3},    {2, 33, 32, 2},    {1, 100, 48, 2},
-                         {2, 64, 128, 2}, {1, 130, 256, 4}, {1, 257, 512, 4},  {1, 50, 192, 2},
-                         {1, 40, 200, 1}, {1, 70, 512, 2},  {1, 1024, 768, 12}};
+// 64- and 32-row tiles (7, 33, 64, 70, 130, 257), 1024 and 4096.
+const Shape kShapes[] = {{1, 1, 8, 1},    {2, 7, 24, 3},    {2, 33, 32, 2},     {1, 100, 48, 2},
+                         {2, 64, 128, 2}, {1, 130, 256, 4}, {1, 257, 512, 4},   {1, 50, 192, 2},
+                         {1, 40, 200, 1}, {1, 70, 512, 2},  {1, 1024, 768, 12}, {1, 4096, 64, 1}};
 
 TEST_P(CudaAttention, OutAndDqkvMatchTheCpuBackendElementByElement) {
   const Shape s = GetParam();
