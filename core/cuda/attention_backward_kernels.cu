@@ -1,7 +1,8 @@
 // Fused causal attention backward in fp32 (FlashAttention-2's recomputation on SIMT cores), without
 // float atomics so every run gives the same bits: D = rowsum(dout * out) first, then one kernel per key
 // tile for dK and dV (looping over the query tiles that see it) and one per query tile for dQ (looping
-// over the key tiles it sees). Both recompute P = exp(scale * q.k - lse) from forward's log-sum-exp.
+// over the key tiles it sees). Both recompute P = exp(scale * q.k - lse) from forward's log-sum-exp
+// (exp is math::exp_f, as in forward and the cpu backend).
 #include <cmath>
 
 #include "core/cuda/attention_tiles.cuh"
@@ -221,6 +222,15 @@ void launch_backward(cudaStream_t s, float* dqkv, const float* drow, const float
 
 }  // namespace
 
+void attn::launch_drow(cudaStream_t s, float* drow, const float* dout, const float* out, int B,
+                       const Dims& dm) {
+  const std::size_t rows = std::size_t(B) * dm.NH * dm.T;
+  constexpr int kRowsPerBlock = kThreads / 32;
+  attention_drow_kernel<<<unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock), kThreads, 0, s>>>(
+      drow, dout, out, rows, dm);
+  TZ_CUDA_CHECK(cudaGetLastError());
+}
+
 void attention_backward(cudaStream_t s, float* dqkv, float* drow, const float* dout, const float* qkv,
                         const float* out, const float* lse, int B, int T, int C, int NH) {
   attn::check_shape(B, T, C, NH);
@@ -229,11 +239,7 @@ void attention_backward(cudaStream_t s, float* dqkv, float* drow, const float* d
   const attn::Dims dm{T, C, NH, hs, 1.0f / std::sqrt(float(hs))};
   const int hsp = attn::padded_head_size(hs);
 
-  const std::size_t rows = std::size_t(B) * NH * T;
-  constexpr int kRowsPerBlock = kThreads / 32;
-  attention_drow_kernel<<<unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock), kThreads, 0, s>>>(
-      drow, dout, out, rows, dm);
-  TZ_CUDA_CHECK(cudaGetLastError());
+  attn::launch_drow(s, drow, dout, out, B, dm);
   // dK, dV and dQ write disjoint columns of dqkv, so the two kernels only need the stream's order
   // after drow.
   switch (hsp) {

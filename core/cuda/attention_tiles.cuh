@@ -24,6 +24,10 @@ struct Dims {
   float scale = 0;  // 1 / sqrt(hs), computed on the host exactly as the cpu backend does
 };
 
+// drow[(b * NH + h) * T + t] = sum over the head's columns of dout * out (D of backward), fixed order;
+// attention_backward_kernels.cu, shared by both arithmetic paths.
+void launch_drow(cudaStream_t s, float* drow, const float* dout, const float* out, int B, const Dims& dm);
+
 // The head size the kernels are compiled for: hs rounded up to 32, 64, 128 or 256. Columns past hs are
 // loaded as zeros, which add exact zeros to every product, and are never written.
 inline int padded_head_size(int hs) {

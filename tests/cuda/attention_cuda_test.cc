@@ -1,6 +1,7 @@
-// Tests core/cuda/kernels.h's fused attention (attention_forward / attention_backward) against the cpu
-// backend element by element, its saved log-sum-exp against a double reference, that dqkv is written
-// everywhere, and that runs repeat bitwise. Skips when no CUDA device is usable.
+// Tests core/cuda/kernels.h's fused attention (attention_forward / attention_backward, and the
+// tensor-core path of attention_math.h) against the cpu backend element by element, its saved
+// log-sum-exp against a double reference, that dqkv is written everywhere, and that runs repeat
+// bitwise. Skips when no CUDA device is usable.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "core/cuda/attention_math.h"
 #include "core/cuda/cuda_runtime.h"
 #include "core/cuda/kernels.h"
 #include "tests/common/compare.h"
@@ -87,7 +89,8 @@ Result run_cpu(const Inputs& in, Shape s) {
 
 // Forward then backward on the device, as training runs them (backward gets the device's out). out,
 // lse, drow and dqkv start as NaN: everything read back must have been written.
-Result run_cuda(const Inputs& in, Shape s, cudaStream_t stream) {
+Result run_cuda(const Inputs& in, Shape s, cudaStream_t stream,
+                cuda::AttentionMath math = cuda::AttentionMath::fp32_simt) {
   const std::size_t rows = std::size_t(s.B) * s.NH * s.T;
   DeviceFloats qkv(in.qkv.size()), dout(in.dout.size()), out(in.dout.size()), lse(rows), drow(rows),
       dqkv(in.qkv.size());
@@ -97,14 +100,33 @@ Result run_cuda(const Inputs& in, Shape s, cudaStream_t stream) {
   lse.fill_nan(stream);
   drow.fill_nan(stream);
   dqkv.fill_nan(stream);
-  cuda::attention_forward(stream, out.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH);
-  cuda::attention_backward(stream, dqkv.data(), drow.data(), dout.data(), qkv.data(), out.data(), lse.data(),
-                           s.B, s.T, s.C, s.NH);
+  if (math == cuda::AttentionMath::fp32_simt) {  // kernels.h's functions, as the backend calls them
+    cuda::attention_forward(stream, out.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH);
+    cuda::attention_backward(stream, dqkv.data(), drow.data(), dout.data(), qkv.data(), out.data(),
+                             lse.data(), s.B, s.T, s.C, s.NH);
+  } else {
+    cuda::attention_forward(stream, out.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH, math);
+    cuda::attention_backward(stream, dqkv.data(), drow.data(), dout.data(), qkv.data(), out.data(),
+                             lse.data(), s.B, s.T, s.C, s.NH, math);
+  }
   Result r;
   r.out = out.download(stream);
   r.lse = lse.download(stream);
   r.dqkv = dqkv.download(stream);
   return r;
+}
+
+void expect_same_bits(const Result& a, const Result& b) {
+  auto bits = [](const std::vector<float>& v) {
+    std::vector<std::uint32_t> u(v.size());
+    std::memcpy(u.data(), v.data(), v.size() * sizeof(float));
+    return u;
+  };
+  for (auto [what, x, y] : {std::tuple{"out", &a.out, &b.out}, std::tuple{"lse", &a.lse, &b.lse},
+                            std::tuple{"dqkv", &a.dqkv, &b.dqkv}}) {
+    const auto bx = bits(*x), by = bits(*y);
+    EXPECT_TRUE(test::all_bits_equal(what, bx.data(), by.data(), bx.size()));
+  }
 }
 
 class CudaAttention : public ::testing::TestWithParam<Shape> {
@@ -121,16 +143,17 @@ class CudaAttention : public ::testing::TestWithParam<Shape> {
 
 // Tolerance against the cpu backend (fp32 both; the device uses math::exp_f, as the cpu does, and
 // fmaf, in another summation order, with an online softmax and probabilities recomputed from lse).
-// Measured: the cpu backend's own fp32 error against a double reference on these shapes (inputs in
-// [-2, 2], T up to 1024) stays within 1.2e-6 absolute past 1e-4 relative; 2e-5 + 1e-4 leaves a
-// margin of ten for the device's error on top. A missing scale or softmax term is off by > 0.1.
+// Measured on these shapes (inputs in [-2, 2], T up to 4096): the cpu backend's own fp32 error
+// against a double reference stays within 1.2e-6 absolute past 1e-4 relative, and a host emulation
+// of these kernels (same fmaf and exp_f arithmetic) within 1.6e-6 of the cpu algorithm; 2e-5 + 1e-4
+// leaves a margin of ten. A missing scale or softmax term is off by > 0.1.
 constexpr double kAtol = 2e-5, kRtol = 1e-4;
 
 // Head sizes 8 (two shapes), 16, 24, 64 (GPT-2), 96, 128, 200 and 256; T of 1, below, at and past the
-// 64- and 32-row tiles (7, 33, 64, 70, 130, 257) and 1024.
-const Shape kShapes[] = {{1, 1, 8, 1},    {2, 7, 24, 3},    {2, 33, 32, 2},    {1, 100, 48, 2},
-                         {2, 64, 128, 2}, {1, 130, 256, 4}, {1, 257, 512, 4},  {1, 50, 192, 2},
-                         {1, 40, 200, 1}, {1, 70, 512, 2},  {1, 1024, 768, 12}};
+// 64- and 32-row tiles (7, 33, 64, 70, 130, 257), 1024 and 4096.
+const Shape kShapes[] = {{1, 1, 8, 1},    {2, 7, 24, 3},    {2, 33, 32, 2},     {1, 100, 48, 2},
+                         {2, 64, 128, 2}, {1, 130, 256, 4}, {1, 257, 512, 4},   {1, 50, 192, 2},
+                         {1, 40, 200, 1}, {1, 70, 512, 2},  {1, 1024, 768, 12}, {1, 4096, 64, 1}};
 
 TEST_P(CudaAttention, OutAndDqkvMatchTheCpuBackendElementByElement) {
   const Shape s = GetParam();
@@ -154,19 +177,46 @@ TEST_P(CudaAttention, TwoRunsGiveTheSameBits) {
   const Inputs in = random_inputs(s, 62);
   const Result a = run_cuda(in, s, stream_);
   const Result b = run_cuda(in, s, stream_);
-  auto bits = [](const std::vector<float>& v) {
-    std::vector<std::uint32_t> u(v.size());
-    std::memcpy(u.data(), v.data(), v.size() * sizeof(float));
-    return u;
-  };
-  for (auto [what, x, y] : {std::tuple{"out", &a.out, &b.out}, std::tuple{"lse", &a.lse, &b.lse},
-                            std::tuple{"dqkv", &a.dqkv, &b.dqkv}}) {
-    const auto bx = bits(*x), by = bits(*y);
-    EXPECT_TRUE(test::all_bits_equal(what, bx.data(), by.data(), bx.size()));
-  }
+  expect_same_bits(a, b);
 }
 
 INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttention, ::testing::ValuesIn(kShapes),
+                         [](const ::testing::TestParamInfo<Shape>& info) { return label(info.param); });
+
+// The tensor-core path (AttentionMath::bf16_tensor_cores): q, k, v, dout, P and dS rounded to bf16
+// (relative error 2^-9) before products with fp32 accumulation. Measured against the cpu algorithm on a
+// host emulation of these kernels (exact bf16 products summed in fp32), inputs in [-2, 2], T up to
+// 4096: the largest error is 0.023 (|dqkv| up to 7), and every element is within 0.014 absolute past
+// 5% relative; 0.03 + 5% leaves a margin of two. A wrong mask, scale or tile is off by far more.
+constexpr double kBf16Atol = 0.03, kBf16Rtol = 0.05;
+
+class CudaAttentionBf16 : public CudaAttention {};
+
+// Head sizes 8, 64, 96 and 128 (up to 128, padded to 64 or 128); T across the 64-row tiles, 1024
+// and 4096.
+const Shape kBf16Shapes[] = {{1, 1, 8, 1},     {2, 7, 24, 3},  {2, 64, 128, 2},    {1, 130, 256, 4},
+                             {1, 257, 512, 4}, {3, 65, 96, 6}, {1, 1024, 768, 12}, {1, 4096, 64, 1}};
+
+TEST_P(CudaAttentionBf16, OutAndDqkvMatchTheCpuBackendWithinBf16Rounding) {
+  const Shape s = GetParam();
+  const Inputs in = random_inputs(s, 64);
+  const Result want = run_cpu(in, s);
+  const Result got = run_cuda(in, s, stream_, cuda::AttentionMath::bf16_tensor_cores);
+  EXPECT_TRUE(test::all_near("out", got.out, want.out, kBf16Atol, kBf16Rtol));
+  EXPECT_TRUE(test::all_near("dqkv", got.dqkv, want.dqkv, kBf16Atol, kBf16Rtol));
+  std::size_t nan = 0;
+  for (float x : got.dqkv) nan += std::isnan(x) ? 1 : 0;
+  EXPECT_EQ(nan, 0u) << "of " << got.dqkv.size() << " dqkv elements (they start as NaN)";
+}
+
+TEST_P(CudaAttentionBf16, TwoRunsGiveTheSameBits) {
+  const Shape s = GetParam();
+  const Inputs in = random_inputs(s, 65);
+  expect_same_bits(run_cuda(in, s, stream_, cuda::AttentionMath::bf16_tensor_cores),
+                   run_cuda(in, s, stream_, cuda::AttentionMath::bf16_tensor_cores));
+}
+
+INSTANTIATE_TEST_SUITE_P(Shapes, CudaAttentionBf16, ::testing::ValuesIn(kBf16Shapes),
                          [](const ::testing::TestParamInfo<Shape>& info) { return label(info.param); });
 
 // lse[b,h,t] = log(sum_{t2 <= t} exp(q_t . k_t2 / sqrt(hs))), computed in double on the host. The
@@ -207,6 +257,16 @@ TEST(CudaAttentionShape, AHeadSizeOver256IsRefusedByName) {
     FAIL() << "head size 257 was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("head size 257"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CudaAttentionShape, TheBf16PathRefusesAHeadSizeOver128ByName) {
+  try {
+    cuda::attention_forward(cudaStream_t{}, nullptr, nullptr, nullptr, 1, 4, 200, 1,
+                            cuda::AttentionMath::bf16_tensor_cores);
+    FAIL() << "head size 200 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("head size 200"), std::string::npos) << e.what();
   }
 }
 
