@@ -52,7 +52,8 @@ __global__ void softmax_xent_kernel(float* losses, float* logits, const std::int
     if (x > m) {
       s = s * math::exp_f(m - x) + math::exp_f(x - x);
       m = x;
-    } else {
+    } else if (m != -INFINITY || x != x) {
+      // (-inf - -inf would be NaN: an all -inf prefix adds nothing, as the CPU's tiny exp_f of -inf)
       s = s + math::exp_f(x - m);
     }
   }
