@@ -135,11 +135,11 @@ const CublasLtGemm::Plan& CublasLtGemm::plan(Trans ta, Trans tb, int M, int N, i
   return plans_.emplace(key, p).first->second;
 }
 
+// last_done_ is recorded after every product and every product waits for it (free on the same stream),
+// so a product on another stream never touches the previous one (which may have been destroyed since,
+// and its handle reused).
 void CublasLtGemm::serialise_workspace(cudaStream_t s) {
-  if (last_stream_ && last_stream_ != s) {
-    TZ_CUDA_CHECK(cudaEventRecord(last_done_, last_stream_));
-    TZ_CUDA_CHECK(cudaStreamWaitEvent(s, last_done_, 0));
-  }
+  if (last_stream_) TZ_CUDA_CHECK(cudaStreamWaitEvent(s, last_done_, 0));
   last_stream_ = s;
 }
 
@@ -158,6 +158,7 @@ void CublasLtGemm::run(cudaStream_t s, Trans ta, Trans tb, int M, int N, int K, 
   const float alpha = 1.0f, beta = acc == Accumulate::yes ? 1.0f : 0.0f;
   TZ_CUBLAS_CHECK(cublasLtMatmul(handle_, p.op, &alpha, B.ptr, p.a, A.ptr, p.b, &beta, C, p.c, C, p.c,
                                  &p.algo, workspace_.data(), workspace_.bytes(), s));
+  TZ_CUDA_CHECK(cudaEventRecord(last_done_, s));
 }
 
 }  // namespace tz::cuda

@@ -59,7 +59,7 @@ class CublasLtGemm {
   Buffer<std::byte> workspace_;
   std::mutex mu_;  // plans_ and the workspace's last stream
   std::map<Key, Plan> plans_;
-  cudaStream_t last_stream_ = nullptr;
+  cudaStream_t last_stream_ = nullptr;  // non-null once a product has recorded last_done_
   cudaEvent_t last_done_ = nullptr;
 };
 
