@@ -119,6 +119,9 @@ class Communicator {
   // waits on). nullptr: the caller orders inputs itself. A no-op for backends on host memory, whose
   // streams have run each operation by the time it is enqueued.
   virtual void set_producer_stream(Stream* s) { (void)s; }
+  // Whether collectives wait on the device for the producer stream (set_producer_stream took one), so a
+  // caller need not synchronise the host on its input's producer first.
+  virtual bool follows_producer_stream() const { return false; }
 
   // Ends the whole job now (MPI_Abort): the top-level error handler calls it so no rank waits forever
   // on a peer that has failed.

@@ -113,6 +113,7 @@ class NcclCommunicator final : public Communicator {
   // See the class comment; nullptr (the default) turns it off. `s` must be a stream of the CUDA
   // device and outlive its use here. Set it while no collective is being called.
   void set_producer_stream(Stream* s) override { producer_.store(s, std::memory_order_release); }
+  bool follows_producer_stream() const override { return producer_.load(std::memory_order_acquire) != nullptr; }
   // The stream collectives run on (for callers that want to order other work after it directly).
   cuda::CudaStream& stream() { return *stream_; }
   int gpu() const { return gpu_; }

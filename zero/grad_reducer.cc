@@ -115,10 +115,13 @@ void GradReducer::push(int g, const float* grad) {
 
 void GradReducer::launch(Slot& s) {
   const std::size_t stride = plan_.stride[s.launch];
-  // The collective reads what the stream copied in: on a GPU the communicator's stream waits for this
-  // point; the CPU stream has already run the copies.
-  copied_->record(stream_);
-  copied_->synchronize();
+  // The collective reads what the stream copied in: a communicator that follows the producer stream
+  // (NCCL) waits for this point on the device; otherwise the host waits (the CPU stream has already run
+  // the copies).
+  if (!comm_.follows_producer_stream()) {
+    copied_->record(stream_);
+    copied_->synchronize();
+  }
   if (plan_.reduce_scatter) {
     float* mine = s.staging.data() + std::size_t(map_.rank()) * stride;  // NCCL's in-place convention
     s.work = comm_.reduce_scatter(s.staging.data(), mine, stride, DType::f32);
