@@ -37,6 +37,10 @@ struct DeviceOptions {
   // and events. Every other thread that launches work on the device's streams must select the same GPU
   // first (cuda_device_index() says which); that is the caller's business.
   int gpu = -1;
+  // cuda: fp32 products may round their inputs to TF32 (--tf32); off keeps them comparable with the cpu.
+  bool tf32 = false;
+  // cuda: the fused attention in bf16 on tensor cores (head sizes up to 128) instead of fp32.
+  bool attention_bf16 = false;
 };
 
 // Device memory the cuda backend takes for itself when it is made, inside --device-mem: cuBLASLt's

@@ -23,7 +23,8 @@ std::unique_ptr<Device> make_device(DeviceKind kind, const DeviceOptions& opt) {
 #if TZ_CUDA_BUILT
   if (cuda::device_count() == 0)
     TZ_FAIL("--device cuda: no GPU was found (", cuda::unavailable_reason(), "); use --device cpu");
-  return cuda::make_cuda_device(opt);
+  return cuda::make_cuda_device(opt, {opt.tf32 ? cuda::Tf32::on : cuda::Tf32::off,
+                                      opt.attention_bf16 ? cuda::Attention::bf16 : cuda::Attention::fp32});
 #else
   TZ_FAIL(
       "--device cuda: this build has no CUDA backend (configure with -DTZ_CUDA=ON where the CUDA toolkit is "

@@ -79,10 +79,10 @@ GpuLimits limits_for(DeviceKind kind, double peak_flag) {
 }
 
 // The device, or null after saying why it cannot be made (then the caller exits kBenchSkipped).
-std::unique_ptr<Device> open_device(const std::string& bench, const CommonFlags& f) {
+std::unique_ptr<Device> open_device(const std::string& bench, const CommonFlags& f, DeviceOptions opt = {}) {
   const DeviceKind kind = parse_device_kind(f.device);
   try {
-    return make_device(kind, DeviceOptions{});
+    return make_device(kind, opt);
   } catch (const std::exception& e) {
     const std::string why =
         std::string("the ") + device_kind_name(kind) + " device cannot be made: " + e.what();
@@ -148,8 +148,12 @@ int bench_gpu_attention(const std::vector<std::string>& args) {
       "FlashAttention-2 counts them: forward 4 B NH T^2 hs / 2, backward 2.5x forward; TFLOP/s and the\n"
       "fraction of the card's bf16 dense peak. Exit 77 without a GPU.\n\nflags");
   add_common(desc, f);
+  std::string math = "bf16";
   desc.add_options()("shape", po::value(&shapes)->composing(),
-                     "B,T,C,NH (repeatable; replaces the default shapes)");
+                     "B,T,C,NH (repeatable; replaces the default shapes)")(
+      "attention-math", po::value(&math)->default_value(math),
+      "the kernels' arithmetic, as train --attention-math: bf16 (tensor cores, what --dtype bf16 trains "
+      "with) or fp32");
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "bench gpu-attention")) return 0;
   if (!shapes.empty()) {
@@ -163,9 +167,14 @@ int bench_gpu_attention(const std::vector<std::string>& args) {
     }
   }
   apply_common(f, o);
-  auto dev = open_device("gpu-attention", f);
+  TZ_CHECK(math == "bf16" || math == "fp32", "--attention-math '", math, "' is not one of bf16, fp32");
+  DeviceOptions dopt;
+  dopt.attention_bf16 = math == "bf16";
+  auto dev = open_device("gpu-attention", f, dopt);
   if (!dev) return kBenchSkipped;
-  return finish(run_gpu_attention_bench(*dev, limits_for(dev->kind(), f.peak_tflops), o, f.json), f);
+  nlohmann::json r = run_gpu_attention_bench(*dev, limits_for(dev->kind(), f.peak_tflops), o, f.json);
+  r["attention_math"] = math;
+  return finish(r, f);
 }
 
 int bench_gpu_copy(const std::vector<std::string>& args) {

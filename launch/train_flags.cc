@@ -54,6 +54,12 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
                                     "keep only each block's input; recompute in backward")(
       "device", po::value(&f.device)->default_value(f.device),
       "cpu, or cuda (builds configured with TZ_CUDA; each rank on the GPU of its local rank)")(
+      "attention-math", po::value(&f.o.attention_math)->default_value(f.o.attention_math),
+      "cuda: the fused attention's arithmetic: fp32 (within ~1e-6 of the cpu backend), bf16 (tensor cores, "
+      "head sizes up to 128), or auto (bf16 with --dtype bf16 or fp16)")(
+      "tf32", po::bool_switch(&f.o.tf32),
+      "cuda: let fp32 matrix products round their inputs to TF32 (faster on tensor cores; results then "
+      "differ from the cpu backend's by ~1e-3 relative). Off by default")(
       "device-mem", po::value(&f.device_mem)->default_value(f.device_mem),
       "device memory budget, e.g. 512M, 8G (powers of 1024; on cpu: host memory the run may use)")(
       "bind-cores", po::value(&f.bind_cores)->default_value(f.bind_cores),
@@ -175,10 +181,8 @@ void check_numbers(const TrainFlags& f) {
 }  // namespace
 
 void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
+  // `plan` may plan a cuda run in any build (a pure function); `train` checks that this build can run it.
   f.o.device = parse_device_kind(f.device);
-  TZ_CHECK(f.o.device == DeviceKind::cpu || cuda_backend_built(),
-           "--device cuda: this build has no CUDA backend (configure with -DTZ_CUDA=ON where the CUDA toolkit ",
-           "is installed); use --device cpu");
   f.o.model_name = resolve_model_name(f.mf);
   if (!f.o.init_from.empty()) {
     f.o.model = infer_gpt_config_from_safetensors(f.o.init_from, 1);
@@ -205,6 +209,8 @@ void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   f.o.offload.param = parse_offload_device(f.offload_param, "--offload-param");
   f.o.offload.activations = parse_offload_device(f.offload_act, "--offload-activations");
   f.o.offload.overlap_optimizer = parse_optimizer_overlap(f.overlap_opt);
+  TZ_CHECK(f.o.attention_math == "auto" || f.o.attention_math == "fp32" || f.o.attention_math == "bf16",
+           "--attention-math '", f.o.attention_math, "' is not one of auto, fp32, bf16");
   f.o.offload.host_mem = parse_bytes(f.host_mem);
   f.o.offload.host_ratio_master = f.o.offload.host_ratio_m = f.o.offload.host_ratio_v = f.ratio;
   f.o.offload.nvme_mem = parse_bytes(f.nvme_mem);

@@ -51,6 +51,10 @@ struct TrainOptions {
   DType dtype = DType::f32;
   ActivationCheckpointing checkpointing = ActivationCheckpointing::off;
   DeviceKind device = DeviceKind::cpu;
+  bool tf32 = false;  // cuda: fp32 products may use TF32 (--tf32)
+  // cuda: the attention's arithmetic (--attention-math): "auto" is bf16 tensor cores when the compute
+  // dtype is bf16 or fp16 (whose matmul inputs are 16-bit anyway), else fp32.
+  std::string attention_math = "auto";
   int gpu = -1;  // cuda: the rank's local rank (launch/ sets it; the device takes it modulo the GPU count)
   std::size_t device_mem = kUnlimited;
   AdamConfig adam;

@@ -10,6 +10,7 @@
 #include "core/cuda/cublaslt_gemm.h"
 #include "core/cuda/cuda_runtime.h"
 #include "core/cuda/cuda_stream.h"
+#include "core/cuda/attention_math.h"
 #include "core/cuda/kernels.h"
 
 namespace tz::cuda {
@@ -60,7 +61,8 @@ void enqueue_host_work(cudaStream_t stream, const HostWork& work) {
 
 class CudaBackend final : public Backend {
  public:
-  CudaBackend(Allocator& device_memory, Tf32 tf32) : gemm_(device_memory, tf32) {}
+  CudaBackend(Allocator& device_memory, const CudaOptions& o)
+      : gemm_(device_memory, o.tf32), attention_bf16_(o.attention == Attention::bf16) {}
 
   void gemm(Stream& s, Trans ta, Trans tb, int M, int N, int K, CView A, CView B, float* C,
             Accumulate acc) override {
@@ -100,11 +102,11 @@ class CudaBackend final : public Backend {
   }
   void attention_forward(Stream& s, float* out, float* saved, const float* qkv, int B, int T, int C,
                          int NH) override {
-    cuda::attention_forward(stream_of(s), out, saved, qkv, B, T, C, NH);
+    cuda::attention_forward(stream_of(s), out, saved, qkv, B, T, C, NH, attention_math(C, NH));
   }
   void attention_backward(Stream& s, float* dqkv, float* scratch, const float* dout, const float* qkv,
                           const float* out, const float* saved, int B, int T, int C, int NH) override {
-    cuda::attention_backward(stream_of(s), dqkv, scratch, dout, qkv, out, saved, B, T, C, NH);
+    cuda::attention_backward(stream_of(s), dqkv, scratch, dout, qkv, out, saved, B, T, C, NH, attention_math(C, NH));
   }
   void add(Stream& s, float* out, const float* a, const float* b, std::size_t n) override {
     cuda::add(stream_of(s), out, a, b, n);
@@ -170,13 +172,19 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  // bf16 tensor-core attention where asked for and the head fits it (up to 128).
+  AttentionMath attention_math(int C, int NH) const {
+    return attention_bf16_ && NH > 0 && C / NH <= 128 ? AttentionMath::bf16_tensor_cores : AttentionMath::fp32_simt;
+  }
+
   CublasLtGemm gemm_;
+  bool attention_bf16_ = false;
 };
 
 }  // namespace
 
-std::unique_ptr<Backend> make_cuda_backend(Allocator& device_memory, Tf32 tf32) {
-  return std::make_unique<CudaBackend>(device_memory, tf32);
+std::unique_ptr<Backend> make_cuda_backend(Allocator& device_memory, const CudaOptions& options) {
+  return std::make_unique<CudaBackend>(device_memory, options);
 }
 
 }  // namespace tz::cuda

@@ -12,6 +12,6 @@ namespace tz::cuda {
 
 // Takes cuBLASLt's workspace from `device_memory` (which must outlive the backend). The current GPU must
 // be the device's.
-std::unique_ptr<Backend> make_cuda_backend(Allocator& device_memory, Tf32 tf32);
+std::unique_ptr<Backend> make_cuda_backend(Allocator& device_memory, const CudaOptions& options);
 
 }  // namespace tz::cuda

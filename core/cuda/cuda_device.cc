@@ -185,7 +185,7 @@ struct CudaMemory {
 class CudaDevice final : private CudaMemory, public Device {
  public:
   CudaDevice(const DeviceOptions& opt, const CudaOptions& cuda)
-      : CudaMemory(opt), Device(DeviceKind::cuda, make_cuda_backend(CudaMemory::device, cuda.tf32)) {}
+      : CudaMemory(opt), Device(DeviceKind::cuda, make_cuda_backend(CudaMemory::device, cuda)) {}
 
   Allocator& allocator(MemoryKind k) override {
     switch (k) {

@@ -14,8 +14,13 @@ namespace tz::cuda {
 // so fp32 results stay comparable with the CPU backend's.
 enum class Tf32 { off, on };
 
+// The arithmetic of the fused attention: fp32 (the default: within ~1e-6 of the cpu backend), or bf16
+// tiles on tensor cores for head sizes up to 128 (larger heads keep fp32).
+enum class Attention { fp32, bf16 };
+
 struct CudaOptions {
   Tf32 tf32 = Tf32::off;
+  Attention attention = Attention::fp32;
 };
 
 // GPU memory the device budget leaves to others when --device-mem is unlimited: the CUDA context
