@@ -109,11 +109,15 @@ nlohmann::json run_step_bench(const StepBenchOptions& opt, bool quiet) {
       Engine engine(*dev, *stream, *comm, plan, planned, EngineConfig{AdamConfig{}, lr, {}, 1}, init);
       Gpt model(*dev, cfg, GptShape{B, T}, dt, opt.checkpointing, planned);
       Buffer<double> loss = planned.take<double>(kLossSums), readback = planned.take<double>(kLossReadback);
+      // The batch in the planned pinned staging, as training holds it (one set: every step uses it).
+      Buffer<std::int32_t> tokens = planned.take<std::int32_t>(kTokenStaging);
+      std::copy(inputs.begin(), inputs.end(), tokens.data());
+      std::copy(targets.begin(), targets.end(), tokens.data() + BT);
       planned.expect_all_taken();
       dev->backend().memset_async(*stream, loss.data(), 0, sizeof(double));
       for (int s = 0; s < opt.warmup_steps + opt.steps; ++s) {
         auto t0 = Clock::now();
-        model.forward(engine, inputs.data(), targets.data(), engine.dloss_scale(), loss.data(), *stream);
+        model.forward(engine, tokens.data(), tokens.data() + BT, engine.dloss_scale(), loss.data(), *stream);
         stream->synchronize();
         auto t1 = Clock::now();
         model.backward(engine, *stream);

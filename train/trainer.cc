@@ -49,6 +49,8 @@ DeviceOptions device_options(const TrainOptions& opt) {
   d.device_mem = opt.device_mem;
   d.host_mem = opt.offload.host_mem;
   d.gpu = opt.gpu;
+  d.tf32 = opt.tf32;
+  d.attention_bf16 = opt.attention_math == "bf16" || (opt.attention_math == "auto" && opt.dtype != DType::f32);
   d.pinning =
       opt.offload.pin_memory && !opt.offload.allow_unpinned ? Pinning::required : Pinning::best_effort;
   return d;
@@ -107,6 +109,8 @@ struct Run {
                                   opt.checkpointing, *planned, act_home);
     losses = planned->take<double>(kLossSums);
     readback = planned->take<double>(kLossReadback);
+    tokens = planned->take<std::int32_t>(kTokenStaging);
+    for (auto& e : tokens_used) e = dev->create_event();
     dev->backend().memset_async(*stream, losses.data(), 0, losses.bytes());
     planned->expect_all_taken();  // what was allocated is exactly what the plan lists
   }
@@ -137,6 +141,20 @@ struct Run {
   std::unique_ptr<Engine> engine;
   std::unique_ptr<Gpt> model;
   Buffer<double> losses, readback;
+  // Two sets of [inputs | targets] in pinned memory (a copy from pageable memory would block the host on
+  // a GPU), each with the event recorded after the forward that copied it up.
+  Buffer<std::int32_t> tokens;
+  std::unique_ptr<Event> tokens_used[2];
+  int token_set = 0;
+
+  // The next set to fill: waits until the forward that last used it has copied it up.
+  std::pair<std::int32_t*, std::int32_t*> next_tokens(std::size_t BT) {
+    token_set ^= 1;
+    tokens_used[token_set]->synchronize();
+    std::int32_t* in = tokens.data() + std::size_t(token_set) * 2 * BT;
+    return {in, in + BT};
+  }
+  void tokens_copied(Stream& s) { tokens_used[token_set]->record(s); }
 };
 
 std::string startup_line(const TrainOptions& opt, const MemoryPlan& plan, int world) {
@@ -211,9 +229,7 @@ class Loop {
         run_(run),
         stop_(stop),
         metrics_(comm.rank() == 0 ? opt.metrics : std::string()),
-        BT_(std::size_t(opt.micro_batch) * opt.seq_len),
-        inputs_(BT_),
-        targets_(BT_) {}
+        BT_(std::size_t(opt.micro_batch) * opt.seq_len) {}
 
   void step(int s, TrainResult& result);
   void validate(int s, TrainResult& result);
@@ -236,7 +252,6 @@ class Loop {
   bool stop_requested_ = false;
   MetricsWriter metrics_;
   std::size_t BT_;
-  std::vector<std::int32_t> inputs_, targets_;
 };
 
 void Loop::step(int s, TrainResult& result) {
@@ -246,11 +261,12 @@ void Loop::step(int s, TrainResult& result) {
   const float dscale = run_.engine->dloss_scale();
   for (int micro = 0; micro < opt_.grad_accum; ++micro) {
     auto ta = Clock::now();
-    run_.train_loader->next_batch(inputs_.data(), targets_.data());
+    const auto [inputs, targets] = run_.next_tokens(BT_);
+    run_.train_loader->next_batch(inputs, targets);
     auto tb = Clock::now();
     run_.engine->begin_micro_step(micro == opt_.grad_accum - 1);
-    run_.model->forward(*run_.engine, inputs_.data(), targets_.data(), dscale, run_.losses.data(),
-                        *run_.stream);
+    run_.model->forward(*run_.engine, inputs, targets, dscale, run_.losses.data(), *run_.stream);
+    run_.tokens_copied(*run_.stream);
     auto tc = Clock::now();
     run_.model->backward(*run_.engine, *run_.stream);
     run_.engine->end_micro_step();
@@ -336,10 +352,11 @@ void Loop::validate(int s, TrainResult& result) {
   val->reset();
   const int n = std::max(1, std::min<int>(opt_.val_batches, int(val->batches_per_epoch())));
   for (int i = 0; i < n; ++i) {
-    val->next_batch(inputs_.data(), targets_.data());
+    const auto [inputs, targets] = run_.next_tokens(BT_);
+    val->next_batch(inputs, targets);
     run_.engine->begin_micro_step(false);
-    run_.model->forward(*run_.engine, inputs_.data(), targets_.data(), 1.0f, run_.losses.data() + kValSlot,
-                        *run_.stream);
+    run_.model->forward(*run_.engine, inputs, targets, 1.0f, run_.losses.data() + kValSlot, *run_.stream);
+    run_.tokens_copied(*run_.stream);
   }
   run_.reduce_scalars(kValSlot, 1);
   result.val_loss = float(run_.readback.data()[kValSlot] / (double(BT_) * n * comm_.size()));

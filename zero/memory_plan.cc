@@ -98,6 +98,8 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   append(p.buffers, OptimizerStep::buffers(p));
   p.buffers.push_back({kLossSums, "scalars", MemoryKind::device, 3 * sizeof(double)});
   p.buffers.push_back({kLossReadback, "scalars", MemoryKind::pinned_host, 3 * sizeof(double)});
+  p.buffers.push_back({kTokenStaging, "scalars", MemoryKind::pinned_host,
+                       4 * std::size_t(in.shape.B) * in.shape.T * sizeof(std::int32_t)});
   const MemoryKind ckpt = in.offload.activations == Tier::host ? MemoryKind::pinned_host : MemoryKind::device;
   append(p.buffers, Gpt::buffers(in.model, in.shape, in.dtype, in.checkpointing, ckpt, in.device));
   return p;

@@ -72,6 +72,9 @@ MemoryPlan plan_memory(const PlanInputs& in);
 // (reduced with it), the validation loss sum.
 inline constexpr const char* kLossSums = "loss sums";
 inline constexpr const char* kLossReadback = "loss readback";
+// The micro-batch's input and target tokens, staged in pinned memory for their copy up (two sets, used in
+// turn, so the next batch is written while the last one's copy may still be pending).
+inline constexpr const char* kTokenStaging = "token staging";
 
 // Names of a group's state buffers in the plan.
 std::string params_buffer(const std::string& group);
