@@ -130,6 +130,9 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
       "its reduced gradient is on the host, and roll it back exactly when clipping or an fp16 overflow "
       "then calls for it: auto (on with --device cuda), on or off. Costs 12 + 2 bytes of pinned host "
       "memory per offloaded optimizer element")(
+      "overlap-optimizer-share", po::value(&f.o.offload.overlap_optimizer_share)->default_value(0.5),
+      "the share of the offloaded optimizer elements --overlap-optimizer covers, from the groups backward "
+      "finishes first (0 to 1; each covered element costs 12 + 2 bytes of pinned host memory)")(
       "offload-activations", po::value(&f.offload_act)->default_value("none"),
       "where the activation checkpoints (each block's input) live: none (the device) or cpu")(
       "host-mem", po::value(&f.host_mem)->default_value("unlimited"), "budget of the host tier, e.g. 16G")(
@@ -209,6 +212,8 @@ void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   f.o.offload.param = parse_offload_device(f.offload_param, "--offload-param");
   f.o.offload.activations = parse_offload_device(f.offload_act, "--offload-activations");
   f.o.offload.overlap_optimizer = parse_optimizer_overlap(f.overlap_opt);
+  TZ_CHECK(f.o.offload.overlap_optimizer_share >= 0 && f.o.offload.overlap_optimizer_share <= 1,
+           "--overlap-optimizer-share ", f.o.offload.overlap_optimizer_share, " is not between 0 and 1");
   TZ_CHECK(f.o.attention_math == "auto" || f.o.attention_math == "fp32" || f.o.attention_math == "bf16",
            "--attention-math '", f.o.attention_math, "' is not one of auto, fp32, bf16");
   f.o.offload.host_mem = parse_bytes(f.host_mem);

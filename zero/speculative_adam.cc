@@ -34,17 +34,38 @@ bool SpeculativeAdam::enabled(const MemoryPlan& p) {
   return p.in.device == DeviceKind::cuda;
 }
 
-bool SpeculativeAdam::qualifies(const MemoryPlan& p, int g) {
-  const GroupPlacement& gp = p.placement.groups[g];
-  return enabled(p) && gp.update_on == Tier::host && gp.grad_home == Tier::host && gp.master_home == Tier::host &&
-         gp.m_home == Tier::host && gp.v_home == Tier::host && gp.params_home != Tier::nvme &&
-         gp.opt_range.count > 0;
+namespace {
+
+bool qualifies(const GroupPlacement& gp) {
+  return gp.update_on == Tier::host && gp.grad_home == Tier::host && gp.master_home == Tier::host &&
+         gp.m_home == Tier::host && gp.v_home == Tier::host && gp.params_home != Tier::nvme && gp.opt_range.count > 0;
+}
+
+}  // namespace
+
+std::vector<bool> SpeculativeAdam::covered(const MemoryPlan& p) {
+  const auto& groups = p.placement.groups;
+  std::vector<bool> c(groups.size(), false);
+  if (!enabled(p)) return c;
+  double total = 0;
+  for (const GroupPlacement& gp : groups)
+    if (qualifies(gp)) total += double(gp.opt_range.count);
+  const double limit = p.in.offload.overlap_optimizer_share * total;
+  double taken = 0;
+  for (int g : p.buckets.order) {  // the order backward hands the groups over
+    const GroupPlacement& gp = groups[g];
+    if (!qualifies(gp) || taken + double(gp.opt_range.count) > limit) continue;
+    c[g] = true;
+    taken += double(gp.opt_range.count);
+  }
+  return c;
 }
 
 std::vector<BufferSpec> SpeculativeAdam::buffers(const MemoryPlan& p) {
   std::size_t bytes = 0;
-  for (int g = 0; g < int(p.placement.groups.size()); ++g)
-    if (qualifies(p, g)) bytes += saved_bytes(p, g);
+  const std::vector<bool> c = covered(p);
+  for (int g = 0; g < int(c.size()); ++g)
+    if (c[g]) bytes += saved_bytes(p, g);
   if (!bytes) return {};
   return {{kArena, "speculative optimizer", MemoryKind::pinned_host, bytes}};
 }
@@ -53,13 +74,14 @@ SpeculativeAdam::SpeculativeAdam(const MemoryPlan& plan, std::vector<GroupState>
     : plan_(plan),
       groups_(groups),
       offset_(groups.size(), 0),
+      covered_(covered(plan)),
       state_(groups.size(), State::idle),
       task_of_(groups.size()) {
   if (planned.has(kArena)) arena_ = planned.take<std::uint8_t>(kArena);
   std::size_t at = 0;
   for (int g = 0; g < int(groups.size()); ++g) {
     offset_[g] = at;
-    if (qualifies(plan, g)) at += saved_bytes(plan, g);
+    if (covered_[g]) at += saved_bytes(plan, g);
   }
   TZ_CHECK(at == arena_.size(), "the speculative optimizer's arena has ", arena_.size(), " bytes; its groups need ", at);
   worker_ = std::thread([this] { run(); });
@@ -76,7 +98,7 @@ SpeculativeAdam::~SpeculativeAdam() {
 }
 
 void SpeculativeAdam::start(int g, const AdamStep& adam, float wd) {
-  if (!qualifies(plan_, g) || state_[g] != State::idle) return;
+  if (!covered_[g] || state_[g] != State::idle) return;
   state_[g] = State::queued;
   task_of_[g] = {g, adam, wd};
   {

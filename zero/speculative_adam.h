@@ -6,7 +6,7 @@
 // (clipping triggered, an fp16 overflow, another scale) restores the saved values, so the result is
 // bitwise the step without overlap. Groups qualify when the CPU Adam updates them from host-tier
 // states and a host-tier gradient shard (stages 2-3 with the optimizer on cpu), and their working
-// params live on the device or the host tier.
+// params live on the device or the host tier; the first share of them backward hands over is covered.
 #pragma once
 
 #include <condition_variable>
@@ -31,7 +31,9 @@ class SpeculativeAdam {
   // Whether the plan runs the optimizer speculatively (OffloadOptions::overlap_optimizer resolved for
   // the device) and a group qualifies.
   static bool enabled(const MemoryPlan& plan);
-  static bool qualifies(const MemoryPlan& plan, int group);
+  // Per group: whether speculation covers it (it qualifies, and it is among the groups backward hands
+  // over first, up to OffloadOptions::overlap_optimizer_share of the qualifying elements).
+  static std::vector<bool> covered(const MemoryPlan& plan);
   // The saved copies: one pinned host arena, (12 + working dtype size) bytes per optimizer element of
   // every qualifying group.
   static std::vector<BufferSpec> buffers(const MemoryPlan& plan);
@@ -77,6 +79,7 @@ class SpeculativeAdam {
   std::vector<GroupState>& groups_;
   Buffer<std::uint8_t> arena_;
   std::vector<std::size_t> offset_;  // per group: its bytes in the arena (qualifying groups)
+  std::vector<bool> covered_;
   std::vector<State> state_;
   std::vector<Task> task_of_;
   int kept_ = 0, rolled_back_ = 0;

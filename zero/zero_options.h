@@ -73,6 +73,10 @@ struct OffloadOptions {
   // settable per class). Whole flat groups move, in group order, until the share is reached.
   double host_ratio_master = 1.0, host_ratio_m = 1.0, host_ratio_v = 1.0;
   OptimizerOverlap overlap_optimizer = OptimizerOverlap::automatic;
+  // The share of the qualifying optimizer elements the speculation covers, taken from the groups
+  // backward hands over first (which have the most backward left to hide their Adam behind); each
+  // covered element costs 12 + working-dtype bytes of pinned host memory.
+  double overlap_optimizer_share = 0.5;
 };
 
 }  // namespace tz

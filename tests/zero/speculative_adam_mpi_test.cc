@@ -12,6 +12,7 @@
 #include "comm/communicator.h"
 #include "tests/common/stream.h"
 #include "train/trainer.h"
+#include "zero/speculative_adam.h"
 
 namespace tz {
 namespace {
@@ -80,6 +81,7 @@ TEST(SpeculativeAdam, KeptAndRolledBackUpdatesGiveBitwiseTheStepWithoutOverlap) 
         if (stage == 2 && params == Tier::host) continue;
         TrainOptions o = offloaded(stage, dt, 16);
         o.offload.param = params;
+        o.offload.overlap_optimizer_share = stage == 2 ? 1.0 : 0.5;  // every group, or the first half
         o.adam.grad_clip = median_norm(o, *comm);
         const std::string what = std::string(dtype_name(dt)) + " stage " + std::to_string(stage) +
                                  (params == Tier::host ? " params on the host" : "");
@@ -151,6 +153,7 @@ TEST(SpeculativeAdam, AutomaticIsOffOnTheCpuDeviceAndTheArenaIsInThePlan) {
   };
   EXPECT_EQ(arena(plan_memory(in)), 0u);  // automatic on a cpu device: off
   in.offload.overlap_optimizer = OptimizerOverlap::on;
+  in.offload.overlap_optimizer_share = 1.0;
   const MemoryPlan on = plan_memory(in);
   // 12 bytes of fp32 master, m and v plus 2 of bf16 working params per optimizer element.
   std::size_t elems = 0;
@@ -159,6 +162,16 @@ TEST(SpeculativeAdam, AutomaticIsOffOnTheCpuDeviceAndTheArenaIsInThePlan) {
   in.device = DeviceKind::cuda;
   in.offload.overlap_optimizer = OptimizerOverlap::automatic;
   EXPECT_EQ(arena(plan_memory(in)), elems * 14);
+  // The default share, half: the groups backward hands over first, in whole groups, up to half.
+  in.offload.overlap_optimizer_share = 0.5;
+  const MemoryPlan half = plan_memory(in);
+  EXPECT_GT(arena(half), 0u);
+  EXPECT_LE(arena(half), elems * 7);
+  const std::vector<bool> c = SpeculativeAdam::covered(half);
+  EXPECT_TRUE(c[half.buckets.order.front()]);   // the final norm, handed over first
+  EXPECT_FALSE(c[half.buckets.order.back()]);   // the embedding, handed over last
+  in.offload.overlap_optimizer_share = 0.0;
+  EXPECT_EQ(arena(plan_memory(in)), 0u);
 }
 
 }  // namespace
