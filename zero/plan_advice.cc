@@ -62,6 +62,12 @@ std::vector<Candidate> candidates(const PlanInputs& in) {
                  return "--micro-batch " + std::to_string(b) + " (with " + std::to_string(B / int(b)) +
                         "x --grad-accum: the same batch)";
                }});
+  // The speculative CPU Adam's arena (host tier): the overlap costs step time, not memory elsewhere.
+  c.push_back(toggle("--overlap-optimizer off", 1, [](PlanInputs& x) {
+    if (x.offload.overlap_optimizer == OptimizerOverlap::off) return false;
+    x.offload.overlap_optimizer = OptimizerOverlap::off;
+    return true;
+  }));
   c.push_back(toggle("--checkpoint-activations", 2, [](PlanInputs& x) {
     if (x.checkpointing != ActivationCheckpointing::off) return false;
     x.checkpointing = ActivationCheckpointing::per_block;

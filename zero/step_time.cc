@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "zero/speculative_adam.h"
 
 namespace tz {
 namespace {
@@ -117,12 +118,21 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
   // Host-device traffic, the optimizer, NVMe.
   const double link = hw.link_gbs * 1e9, adam_rate = hw.cpu_adam_gbs * 1e9 / rpn;
   double down = 0, up = 0, fetch_micro = 0, host_adam = 0, dev_adam = 0, nvme_opt_rw = 0, nvme_fetch_micro = 0,
-         nvme_param_write = 0;
+         nvme_param_write = 0, spec_adam = 0;
+  // The speculative CPU Adam runs the covered groups' updates during the last micro-step's backward,
+  // each after saving its master, m, v and working params (read and written once more): it is hidden
+  // up to that backward's length, in steps that need no clipping.
+  const std::vector<bool> covered = SpeculativeAdam::covered(plan);
+  const double save_factor = 1.0 + 2.0 * (12.0 + wbytes) / (28.0 + wbytes);
   for (int g = 0; g < plan.map.groups(); ++g) {
     const GroupPlacement& gp = pl.groups[g];
     const double shard = double(plan.map.group(g).shard_count), opt = double(gp.opt_range.count);
     const double adam_bytes = opt * (28.0 + wbytes);
-    if (gp.update_on == Tier::host) {
+    if (gp.update_on == Tier::host && can_hide && covered[g]) {
+      spec_adam += save_factor * adam_bytes / adam_rate;
+      if (gp.grad_home == Tier::host) down += (gp.grads_sharded ? accum * shard : opt) * 4;
+      if (gp.params_home == Tier::device) up += opt * wbytes;
+    } else if (gp.update_on == Tier::host) {
       host_adam += adam_bytes / adam_rate;
       if (gp.grad_home == Tier::host) down += (gp.grads_sharded ? accum * shard : opt) * 4;
       if (gp.params_home == Tier::device) up += opt * wbytes;
@@ -151,11 +161,17 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
   // except on a CPU, where the I/O thread and its checksums take the cores the Adam runs on.
   const double optimizer_s =
       dev_adam + (nvme_opt_rw == 0 ? host_adam : can_hide ? std::max(host_adam, nvme_io) : host_adam + nvme_io);
-  StepTerm optim{"optimizer", optimizer_s, optimizer_s, ""};
+  const double backward_s = micro_compute * (recompute ? 3.0 / 4.0 : 2.0 / 3.0);
+  const double spec_exposed = std::max(0.0, spec_adam - backward_s);
+  StepTerm optim{"optimizer", optimizer_s + spec_adam, optimizer_s + spec_exposed, ""};
   {
-    char b[200];
-    std::snprintf(b, sizeof b, "AdamW on the device %s, CPU Adam %s at %.0f GB/s per rank, NVMe states %s (%s read + written)",
-                  ms(dev_adam).c_str(), ms(host_adam).c_str(), adam_rate / 1e9, ms(nvme_io).c_str(), gb(nvme_opt_rw).c_str());
+    char b[320];
+    int n = std::snprintf(b, sizeof b, "AdamW on the device %s, CPU Adam %s at %.0f GB/s per rank, NVMe states %s (%s read + written)",
+                          ms(dev_adam).c_str(), ms(host_adam).c_str(), adam_rate / 1e9, ms(nvme_io).c_str(),
+                          gb(nvme_opt_rw).c_str());
+    if (spec_adam > 0 && n > 0 && std::size_t(n) < sizeof b)
+      std::snprintf(b + n, sizeof b - std::size_t(n), "; speculative CPU Adam %s behind a %s backward",
+                    ms(spec_adam).c_str(), ms(backward_s).c_str());
     optim.detail = b;
   }
   StepTerm nvme{"nvme parameters", nvme_fetch_micro * accum + nvme_param_write, 0, ""};

@@ -87,6 +87,20 @@ TEST(PlanAdvice, TrainsRefusalCarriesTheAdvice) {
 
 // A micro-batch of 1 and buckets already at the smallest size tried leave nothing smaller: those kinds
 // of change are not offered (and nothing divides by a micro-batch of 0).
+// A cuda run whose host tier holds the offloaded states but not the speculative CPU Adam's arena: the
+// advice turns the overlap off (or covers less), which costs step time and no memory elsewhere.
+TEST(PlanAdvice, AHostTierShortByTheSpeculativeArenaIsToldToTurnTheOverlapOff) {
+  PlanInputs in = gpt2_medium_offload(2, 2, kUnlimited);
+  in.offload.overlap_optimizer = OptimizerOverlap::off;
+  const std::size_t without = plan_memory(in).total(Tier::host);
+  in.offload.overlap_optimizer = OptimizerOverlap::automatic;  // on: a cuda device
+  ASSERT_GT(plan_memory(in).total(Tier::host), without);
+  in.budget[1] = without;
+  const std::vector<PlanChange> advice = advise(in);
+  ASSERT_FALSE(advice.empty());
+  EXPECT_EQ(advice.front().flags, "--overlap-optimizer off");
+}
+
 TEST(PlanAdvice, SizesWithNothingSmallerToTryAreNotOffered) {
   PlanInputs in = gpt2_medium_offload(2, 2, std::size_t(3) << 29);
   in.shape.B = 1;

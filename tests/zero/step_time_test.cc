@@ -114,6 +114,29 @@ TEST(StepTime, OffloadAddsTheCpuAdamTheLinkAndNvmeTraffic) {
   EXPECT_THROW(predict_step(plan_memory(in), h, 1), Error) << "no NVMe rate: no prediction";
 }
 
+// The speculative CPU Adam (on a GPU): every covered group's update costs its Adam plus the save of its
+// master, m, v and working params (fp32: 16 bytes read and written per element, half again the Adam's
+// 32), and hides behind the last micro-step's backward (2/3 of its compute).
+TEST(StepTime, TheSpeculativeCpuAdamHidesBehindBackward) {
+  Hardware h = simple();
+  PlanInputs in = tiny(2, 4);
+  in.device = DeviceKind::cuda;
+  in.offload.optimizer = Tier::host;
+  in.offload.overlap_optimizer_share = 1.0;
+  const MemoryPlan plan = plan_memory(in);
+  double opt = 0;
+  for (const auto& g : plan.placement.groups) opt += double(g.opt_range.count);
+  const double adam = opt * (28 + 4) / (40e9 / 4), spec = 2 * adam;
+  const double backward = model_flops(in.model, 4, 64) / 1e12 * 2 / 3;
+  const StepPrediction p = predict_step(plan, h, 1);
+  EXPECT_NEAR(term(p, "optimizer").seconds, spec, 1e-12);
+  EXPECT_NEAR(term(p, "optimizer").exposed, std::max(0.0, spec - backward), 1e-12);
+  in.offload.overlap_optimizer = OptimizerOverlap::off;
+  const StepPrediction q = predict_step(plan_memory(in), h, 1);
+  EXPECT_NEAR(term(q, "optimizer").exposed, adam, 1e-12);
+  EXPECT_LT(term(p, "optimizer").exposed, term(q, "optimizer").exposed);
+}
+
 TEST(StepTime, HardwarePresetsAndFilesRoundTripAndBadFilesAreRefused) {
   for (const auto& n : hardware_preset_names()) {
     const Hardware h = hardware_preset(n);
