@@ -18,37 +18,12 @@
 #include "tests/common/compare.h"
 #include "tests/common/random.h"
 #include "tests/common/stream.h"
+#include "tests/cuda/kernel_test_util.h"
 
 namespace tz {
 namespace {
 
-// Device memory for n floats; frees in the destructor (which must not throw, so it logs).
-class DeviceFloats {
- public:
-  explicit DeviceFloats(std::size_t n) : n_(n) { TZ_CUDA_CHECK(cudaMalloc(&ptr_, n * sizeof(float))); }
-  ~DeviceFloats() {
-    if (cudaFree(ptr_) != cudaSuccess) log_line("cudaFree failed in a test's DeviceFloats");
-  }
-  DeviceFloats(const DeviceFloats&) = delete;
-  DeviceFloats& operator=(const DeviceFloats&) = delete;
-
-  float* data() { return ptr_; }
-  void upload(const std::vector<float>& host, cudaStream_t s) {
-    TZ_CUDA_CHECK(cudaMemcpyAsync(ptr_, host.data(), n_ * sizeof(float), cudaMemcpyHostToDevice, s));
-  }
-  // Every byte 0xff: each float is a NaN, so an element a kernel forgets to write shows.
-  void fill_nan(cudaStream_t s) { TZ_CUDA_CHECK(cudaMemsetAsync(ptr_, 0xff, n_ * sizeof(float), s)); }
-  std::vector<float> download(cudaStream_t s) {
-    std::vector<float> host(n_);
-    TZ_CUDA_CHECK(cudaMemcpyAsync(host.data(), ptr_, n_ * sizeof(float), cudaMemcpyDeviceToHost, s));
-    TZ_CUDA_CHECK(cudaStreamSynchronize(s));  // the host reads the result next
-    return host;
-  }
-
- private:
-  std::size_t n_;
-  float* ptr_ = nullptr;
-};
+using test::DeviceArray;
 
 struct Shape {
   int B, T, C, NH;
@@ -92,14 +67,14 @@ Result run_cpu(const Inputs& in, Shape s) {
 Result run_cuda(const Inputs& in, Shape s, cudaStream_t stream,
                 cuda::AttentionMath math = cuda::AttentionMath::fp32_simt) {
   const std::size_t rows = std::size_t(s.B) * s.NH * s.T;
-  DeviceFloats qkv(in.qkv.size()), dout(in.dout.size()), out(in.dout.size()), lse(rows), drow(rows),
+  DeviceArray<float> qkv(in.qkv.size()), dout(in.dout.size()), out(in.dout.size()), lse(rows), drow(rows),
       dqkv(in.qkv.size());
   qkv.upload(in.qkv, stream);
   dout.upload(in.dout, stream);
-  out.fill_nan(stream);
-  lse.fill_nan(stream);
-  drow.fill_nan(stream);
-  dqkv.fill_nan(stream);
+  out.fill_bytes(0xff, stream);
+  lse.fill_bytes(0xff, stream);
+  drow.fill_bytes(0xff, stream);
+  dqkv.fill_bytes(0xff, stream);
   if (math == cuda::AttentionMath::fp32_simt) {  // kernels.h's functions, as the backend calls them
     cuda::attention_forward(stream, out.data(), lse.data(), qkv.data(), s.B, s.T, s.C, s.NH);
     cuda::attention_backward(stream, dqkv.data(), drow.data(), dout.data(), qkv.data(), out.data(),

@@ -13,36 +13,12 @@
 #include "tests/common/compare.h"
 #include "tests/common/random.h"
 #include "tests/common/reference_rounding.h"
+#include "tests/cuda/kernel_test_util.h"
 
 namespace tz {
 namespace {
 
-// Device memory for n elements of T; frees in the destructor (which must not throw, so it logs).
-template <typename T>
-class DeviceArray {
- public:
-  explicit DeviceArray(std::size_t n) : n_(n) { TZ_CUDA_CHECK(cudaMalloc(&ptr_, n * sizeof(T))); }
-  ~DeviceArray() {
-    if (cudaFree(ptr_) != cudaSuccess) log_line("cudaFree failed in a test's DeviceArray");
-  }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-
-  T* data() { return ptr_; }
-  void upload(const std::vector<T>& host, cudaStream_t s) {
-    TZ_CUDA_CHECK(cudaMemcpyAsync(ptr_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice, s));
-  }
-  std::vector<T> download(cudaStream_t s) {
-    std::vector<T> host(n_);
-    TZ_CUDA_CHECK(cudaMemcpyAsync(host.data(), ptr_, n_ * sizeof(T), cudaMemcpyDeviceToHost, s));
-    TZ_CUDA_CHECK(cudaStreamSynchronize(s));  // the host reads the result next
-    return host;
-  }
-
- private:
-  std::size_t n_;
-  T* ptr_ = nullptr;
-};
+using test::DeviceArray;
 
 class CudaCast : public ::testing::Test {
  protected:

@@ -1,4 +1,4 @@
-// Shared pieces of the CUDA kernel tests (tests/cuda/kernels_*_test.cc): device arrays filled from and
+// Shared pieces of the CUDA kernel tests (tests/cuda/*_test.cc): device arrays filled from and
 // read back into host vectors, a fixture that skips without a GPU, the CPU backend the kernels are
 // checked against, and comparisons that treat any two NaNs as equal (x86 and CUDA make different NaN
 // bit patterns; a NaN where the CPU has a NaN is the right answer).
@@ -39,6 +39,8 @@ class DeviceArray {
   void upload(const std::vector<T>& host, cudaStream_t s) {
     TZ_CUDA_CHECK(cudaMemcpyAsync(ptr_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice, s));
   }
+  // Every byte `value` (0xff: each float a NaN, so an element a kernel forgets to write shows).
+  void fill_bytes(int value, cudaStream_t s) { TZ_CUDA_CHECK(cudaMemsetAsync(ptr_, value, n_ * sizeof(T), s)); }
   std::vector<T> download(cudaStream_t s) {
     std::vector<T> host(n_);
     TZ_CUDA_CHECK(cudaMemcpyAsync(host.data(), ptr_, n_ * sizeof(T), cudaMemcpyDeviceToHost, s));

@@ -20,6 +20,7 @@
 #include "core/cuda/cuda_stream.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "tests/cuda/kernel_test_util.h"
 
 namespace tz {
 namespace {
@@ -75,37 +76,21 @@ template <typename T>
                [](std::size_t) { return kSentinel; });
 }
 
-// Device memory of n elements of T, copied on `stream` (the communicator's), so copies and
-// collectives are ordered by the stream alone.
+// test::DeviceArray bound to `stream` (the communicator's), so copies and collectives are ordered by the
+// stream alone.
 template <typename T>
-class DeviceArray {
+class DeviceArray : public test::DeviceArray<T> {
  public:
-  DeviceArray(std::size_t n, cudaStream_t s) : n_(n), s_(s) {
-    TZ_CUDA_CHECK(cudaMalloc(&ptr_, n * sizeof(T)));
-  }
-  ~DeviceArray() {
-    if (cudaFree(ptr_) != cudaSuccess) log_line("cudaFree failed in a test's DeviceArray");
-  }
-  DeviceArray(const DeviceArray&) = delete;
-  DeviceArray& operator=(const DeviceArray&) = delete;
-
-  T* data() { return ptr_; }
+  DeviceArray(std::size_t n, cudaStream_t s) : test::DeviceArray<T>(n), s_(s) {}
   void upload(const std::vector<T>& host) {
-    TZ_CHECK(host.size() == n_, "upload of ", host.size(), " elements into ", n_);
-    TZ_CUDA_CHECK(cudaMemcpyAsync(ptr_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice, s_));
+    TZ_CHECK(host.size() == this->size(), "upload of ", host.size(), " elements into ", this->size());
+    test::DeviceArray<T>::upload(host, s_);
     TZ_CUDA_CHECK(cudaStreamSynchronize(s_));  // the host vector may go away next
   }
-  std::vector<T> download() {
-    std::vector<T> host(n_);
-    TZ_CUDA_CHECK(cudaMemcpyAsync(host.data(), ptr_, n_ * sizeof(T), cudaMemcpyDeviceToHost, s_));
-    TZ_CUDA_CHECK(cudaStreamSynchronize(s_));
-    return host;
-  }
+  std::vector<T> download() { return test::DeviceArray<T>::download(s_); }
 
  private:
-  std::size_t n_;
   cudaStream_t s_;
-  T* ptr_ = nullptr;
 };
 
 template <typename T, typename F>
