@@ -2,6 +2,8 @@
 // and metrics, thread-safe statistics, and the in-place conventions every backend checks the same way.
 #include "comm/communicator.h"
 
+#include <exception>
+
 #include "core/error.h"
 
 namespace tz {
@@ -13,6 +15,17 @@ bool overlap(const void* a, std::size_t a_bytes, const void* b, std::size_t b_by
 }
 
 }  // namespace
+
+CollectiveGroup::~CollectiveGroup() {
+  if (!open_) return;
+  const bool unwinding = std::uncaught_exceptions() > 0;
+  try {
+    comm_.group_end();
+  } catch (const std::exception& e) {
+    // While unwinding, the exception in flight is the first error; otherwise end() was not called.
+    if (!unwinding) log_line(std::string("a collective group ended by its destructor failed: ") + e.what());
+  }
+}
 
 std::string collective_name(Collective c) {
   switch (c) {

@@ -123,6 +123,15 @@ class Communicator {
   // caller need not synchronise the host on its input's producer first.
   virtual bool follows_producer_stream() const { return false; }
 
+  // Collectives called between group_start() and group_end() are launched together where the backend
+  // can (NCCL: one ncclGroupStart/ncclGroupEnd, so a bucket of small collectives costs one launch and
+  // NCCL may run them concurrently); elsewhere this is a no-op. A Work of a collective in an open group
+  // must not be waited on (wait(), wait(Stream&)) before group_end(): NCCL has not launched it yet, and
+  // its wait throws. Groups do not nest; every rank opens and ends the same groups around the same
+  // collectives. Use CollectiveGroup, which ends the group on every path out of a scope.
+  virtual void group_start() {}
+  virtual void group_end() {}
+
   // Ends the whole job now (MPI_Abort): the top-level error handler calls it so no rank waits forever
   // on a peer that has failed.
   virtual void abort(int code) noexcept = 0;
@@ -132,6 +141,25 @@ class Communicator {
 
  private:
   std::atomic<std::chrono::milliseconds> timeout_{std::chrono::minutes(5)};
+};
+
+// A group of collectives (Communicator::group_start/group_end) for the life of a scope: end() ends it
+// (and reports a failure to launch it); a group still open when the scope is left by an exception is
+// ended quietly, so the backend's group state stays balanced and the first error is the one reported.
+class CollectiveGroup {
+ public:
+  explicit CollectiveGroup(Communicator& c) : comm_(c) { comm_.group_start(); }
+  ~CollectiveGroup();
+  CollectiveGroup(const CollectiveGroup&) = delete;
+  CollectiveGroup& operator=(const CollectiveGroup&) = delete;
+  void end() {
+    open_ = false;
+    comm_.group_end();
+  }
+
+ private:
+  Communicator& comm_;
+  bool open_ = true;
 };
 
 // How a collective's send and recv buffers relate, by NCCL's in-place conventions.

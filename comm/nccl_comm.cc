@@ -134,6 +134,12 @@ struct NcclCommunicator::Launch {
   std::function<ncclResult_t(ncclComm_t, cudaStream_t)> call;
 };
 
+// A collective of an open group: its op (Work handed out, not yet watched) and its NCCL call.
+struct NcclCommunicator::Grouped {
+  std::shared_ptr<NcclOp> op;
+  std::function<ncclResult_t(ncclComm_t, cudaStream_t)> call;
+};
+
 NcclCommunicator::NcclCommunicator(Communicator& bootstrap, int gpu)
     : bootstrap_(bootstrap), gpu_(gpu), rank_(bootstrap.rank()), size_(bootstrap.size()) {
   ncclComm_t comm = init_comm(bootstrap, gpu);  // also makes `gpu` current for the members below
@@ -189,10 +195,64 @@ std::unique_ptr<Work> NcclCommunicator::launch(const Launch& l) {
     producer_done_->wait(*stream_);
   }
   TZ_CUDA_CHECK(cudaEventRecord(op->start, s));
+  stats_.add_call(l.kind, l.elements_sent, l.elements_sent * double(dtype_size(l.dtype)));
+  if (group_open_) {  // NCCL gets it at group_end()
+    op->launched.store(false, std::memory_order_release);
+    group_.push_back({op, l.call});
+    return watchdog_->make_work(std::move(op));
+  }
   if (l.call) watchdog_->enqueue(*op, [&](ncclComm_t comm) { return l.call(comm, s); });
   TZ_CUDA_CHECK(cudaEventRecord(op->end, s));
-  stats_.add_call(l.kind, l.elements_sent, l.elements_sent * double(dtype_size(l.dtype)));
   return watchdog_->track(std::move(op));
+}
+
+void NcclCommunicator::group_start() {
+  std::lock_guard<std::mutex> issue(issue_mu_);
+  TZ_CHECK(!group_open_, "a collective group was started on ", name(),
+           " while another is open (groups do not nest); this is a bug, please report it");
+  group_open_ = true;
+}
+
+void NcclCommunicator::group_end() {
+  make_current();
+  std::lock_guard<std::mutex> issue(issue_mu_);
+  TZ_CHECK(group_open_, "group_end() on ", name(), " without group_start(); this is a bug, please report it");
+  group_open_ = false;
+  std::vector<Grouped> ops = std::move(group_);
+  group_.clear();
+  if (ops.empty()) return;
+  // Whatever happens below, every op of the group becomes an ordinary one: waited on, it completes, or
+  // (the communicator having failed) throws the failure.
+  auto release = [&] {
+    for (Grouped& g : ops) {
+      g.op->launched.store(true, std::memory_order_release);
+      watchdog_->watch(g.op);
+    }
+  };
+  const cudaStream_t s = stream_->get();
+  try {
+    watchdog_->enqueue(*ops.front().op, [&](ncclComm_t comm) {
+      ncclResult_t rc = ncclGroupStart();
+      if (rc != ncclSuccess) return rc;
+      for (Grouped& g : ops) {
+        if (!g.call) continue;
+        const ncclResult_t r = g.call(comm, s);
+        if (r != ncclSuccess && r != ncclInProgress) {
+          rc = r;
+          break;
+        }
+      }
+      const ncclResult_t end = ncclGroupEnd();  // always: the thread's group must be closed
+      return rc != ncclSuccess ? rc : end;
+    });
+    for (Grouped& g : ops) TZ_CUDA_CHECK(cudaEventRecord(g.op->end, s));
+  } catch (const std::exception& e) {
+    // Ops without an end event must not be watched on a communicator that still works.
+    if (!watchdog_->failed()) watchdog_->abort(e.what());
+    release();
+    throw;
+  }
+  release();
 }
 
 std::unique_ptr<Work> NcclCommunicator::reduce_scatter(const void* send, void* recv, std::size_t count,

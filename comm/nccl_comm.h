@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "comm/communicator.h"
 #include "comm/world.h"
@@ -80,6 +81,13 @@ int local_gpu(const WorldInfo& world, int gpu_count);
 // propagate a NaN; reduce an overflow flag with sum (NaN and Inf survive it) if that matters. uint16
 // travels as bytes in all_gather and broadcast and has no reduction.
 //
+// Groups (group_start/group_end): the collectives called in an open group are checked, numbered and
+// ordered after the producer stream at their call as any other, but NCCL gets them at group_end(),
+// all between one ncclGroupStart and ncclGroupEnd (one launch; NCCL may run them concurrently); their
+// end events are recorded after it. Their Works are handed out at the call and throw if waited on
+// before group_end(). A failure to launch the group fails the communicator (every Work of the group
+// then throws its message).
+//
 // Every rank's process calls collectives from one thread at a time (they are serialized inside).
 class NcclCommunicator final : public Communicator {
  public:
@@ -109,6 +117,9 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<Work> barrier() override;
   // ncclCommAbort (so this rank's kernels stop), then the bootstrap's abort(code).
   void abort(int code) noexcept override;
+  // See the class comment. group_start throws if a group is open already; group_end if none is.
+  void group_start() override;
+  void group_end() override;
 
   // See the class comment; nullptr (the default) turns it off. `s` must be a stream of the CUDA
   // device and outlive its use here. Set it while no collective is being called.
@@ -120,6 +131,7 @@ class NcclCommunicator final : public Communicator {
 
  private:
   struct Launch;
+  struct Grouped;
   std::unique_ptr<Work> launch(const Launch& l);
   void make_current() const;
 
@@ -134,6 +146,8 @@ class NcclCommunicator final : public Communicator {
   int* barrier_buf_ = nullptr;  // one int32 of device memory for barrier()
   std::mutex issue_mu_;         // one collective enqueued at a time, in numbering order
   std::uint64_t seq_ = 0;
+  bool group_open_ = false;       // guarded by issue_mu_, as is group_
+  std::vector<Grouped> group_;    // the open group's collectives, in call order
   std::unique_ptr<NcclWatchdog> watchdog_;  // owns the ncclComm; destroyed before the stream
 };
 

@@ -57,6 +57,8 @@ class NcclWork final : public Work {
   ~NcclWork() override {
     // Complete; or failed (the failure is reported by whoever waits, or else by the watchdog); or a
     // stream was ordered after it, so nothing of the caller's can touch its buffers too early.
+    // An op of a group not yet ended is the group's to launch and watch: nothing to wait for here.
+    if (!op_->launched.load(std::memory_order_acquire)) return;
     if (op_->ordered.load(std::memory_order_relaxed) || watchdog_.poll(*op_) || watchdog_.failed()) return;
     try {
       watchdog_.wait(*op_, NcclReport::quietly);
@@ -214,11 +216,23 @@ void NcclWatchdog::enqueue(const NcclOp& op, const std::function<ncclResult_t(nc
 }
 
 std::unique_ptr<Work> NcclWatchdog::track(std::shared_ptr<NcclOp> op) {
-  {
-    std::lock_guard<std::mutex> lk(mu_);
-    in_flight_.push_back(op);
-  }
+  watch(op);
+  return make_work(std::move(op));
+}
+
+std::unique_ptr<Work> NcclWatchdog::make_work(std::shared_ptr<NcclOp> op) {
   return std::make_unique<NcclWork>(*this, std::move(op));
+}
+
+void NcclWatchdog::watch(std::shared_ptr<NcclOp> op) {
+  std::lock_guard<std::mutex> lk(mu_);
+  in_flight_.push_back(std::move(op));
+}
+
+void NcclWatchdog::require_launched(const NcclOp& op) const {
+  TZ_CHECK(op.launched.load(std::memory_order_acquire), op.describe(group_),
+           " was waited on inside its collective group: end the group (CollectiveGroup::end, or "
+           "Communicator::group_end) before waiting on any of its collectives");
 }
 
 void NcclWatchdog::throw_if_failed() {
@@ -259,6 +273,7 @@ void NcclWatchdog::complete(NcclOp& op) {
 }
 
 bool NcclWatchdog::poll(NcclOp& op) {
+  if (!op.launched.load(std::memory_order_acquire)) return failed();
   if (failed()) return true;
   std::string error;
   const bool over = query(op, &error);
@@ -267,6 +282,7 @@ bool NcclWatchdog::poll(NcclOp& op) {
 }
 
 void NcclWatchdog::wait(NcclOp& op, NcclReport report) {
+  require_launched(op);
   if (op.state.load(std::memory_order_acquire) == NcclOp::kDone) return;
   const auto t0 = NcclClock::now();
   for (int polls = 1;; ++polls) {
@@ -295,6 +311,7 @@ void NcclWatchdog::wait(NcclOp& op, NcclReport report) {
 
 void NcclWatchdog::wait_on(NcclOp& op, cudaStream_t stream) {
   throw_if_failed();
+  require_launched(op);
   TZ_CUDA_CHECK(cudaStreamWaitEvent(stream, op.end, 0));
   op.ordered.store(true, std::memory_order_relaxed);
 }

@@ -63,6 +63,9 @@ struct NcclOp {
 
   std::atomic<int> state{kPending};  // moves once, from kPending, by compare-exchange
   std::atomic<bool> ordered{false};  // a stream was made to wait for it (Work::wait(Stream&))
+  // False while the op sits in a collective group not yet ended: NCCL has not launched it and its end
+  // event is not recorded, so it can be neither waited on nor watched.
+  std::atomic<bool> launched{true};
 
   NcclClock::time_point deadline() const { return called + timeout; }
   // "all_reduce #4 of 1024 fp32 elements on <group>", as the MPI backend's messages.
@@ -95,21 +98,29 @@ class NcclWatchdog {
   void enqueue(const NcclOp& op, const std::function<ncclResult_t(ncclComm_t)>& call);
   // Starts watching `op` (its end event recorded) and returns its Work.
   std::unique_ptr<Work> track(std::shared_ptr<NcclOp> op);
+  // The two halves of track() for a collective in a group: its Work at the call (op.launched false),
+  // and watching it once the group is launched and its end event recorded (op.launched true).
+  std::unique_ptr<Work> make_work(std::shared_ptr<NcclOp> op);
+  void watch(std::shared_ptr<NcclOp> op);
 
   // Throws the communicator's failure, as handed to the caller, once it has failed.
   void throw_if_failed();
-  // Whether `op` completed or failed (never blocks); completes it if its end event has passed.
+  // Whether `op` completed or failed (never blocks); completes it if its end event has passed. False
+  // for an op of a group not yet ended.
   bool poll(NcclOp& op);
   // Blocks until `op` completes, polling its event and NCCL's asynchronous error; fails the
-  // communicator at the deadline. Throws the communicator's failure.
+  // communicator at the deadline. Throws the communicator's failure, or tz::Error (the communicator
+  // intact) for an op of a group not yet ended.
   void wait(NcclOp& op, NcclReport report);
-  // Makes `stream` wait for `op` on the device. Throws the failure if the communicator has failed.
+  // Makes `stream` wait for `op` on the device. Throws the failure if the communicator has failed, and
+  // tz::Error for an op of a group not yet ended.
   void wait_on(NcclOp& op, cudaStream_t stream);
   bool failed() const { return failed_.load(std::memory_order_acquire); }
   // ncclCommAbort now, unless done already; the communicator counts as failed. Never throws.
   void abort(const std::string& why) noexcept;
 
  private:
+  void require_launched(const NcclOp& op) const;
   void run() noexcept;
   void sweep(NcclClock::time_point now);
   // Whether the op's end event has passed; completes it (busy time) if so; "" or a CUDA error.

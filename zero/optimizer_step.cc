@@ -239,20 +239,29 @@ void OptimizerStep::update_on_host(GroupState& g, std::size_t begin, std::size_t
 }
 
 void OptimizerStep::regather() {
-  std::vector<std::unique_ptr<Work>> inflight;
+  // Buckets of up to allgather_bucket_ elements (a group larger than that is a bucket of its own), each
+  // launched as one collective group, waited on before the next bucket starts.
+  std::vector<std::vector<GroupState*>> buckets;
   std::size_t elems = 0;
   for (GroupState& g : groups_) {
     if (!g.place->regather_after_step) continue;
-    if (elems + g.shards.padded > allgather_bucket_ && !inflight.empty()) {
-      for (auto& w : inflight) w->wait(stream_);
-      inflight.clear();
+    if (buckets.empty() || (elems + g.shards.padded > allgather_bucket_ && !buckets.back().empty())) {
+      buckets.emplace_back();
       elems = 0;
     }
-    inflight.push_back(
-        comm_.all_gather(g.params_at(g.shard.offset), g.params.data(), g.shard.count, g.working));
+    buckets.back().push_back(&g);
     elems += g.shards.padded;
   }
-  for (auto& w : inflight) w->wait(stream_);
+  std::vector<std::unique_ptr<Work>> inflight;
+  for (const auto& bucket : buckets) {
+    CollectiveGroup group(comm_);
+    for (GroupState* g : bucket)
+      inflight.push_back(
+          comm_.all_gather(g->params_at(g->shard.offset), g->params.data(), g->shard.count, g->working));
+    group.end();
+    for (auto& w : inflight) w->wait(stream_);
+    inflight.clear();
+  }
 }
 
 void OptimizerStep::zero_grads() {

@@ -189,6 +189,9 @@ CView ParamGatherer::acquire(int g, Pass pass) {
   trace(p, g);
   if (!place_.groups[g].params_sharded) return {};  // whole on the device: traced, never gathered
   int s = slot_of(g);
+  // The gathers this acquire starts (its group's, the prefetches', those whose NVMe reads are done) are
+  // launched as one collective group, before anything waits on them.
+  CollectiveGroup group(comm_);
   if (s < 0) {
     s = free_slot_for(g);
     TZ_CHECK(s >= 0, "stage 3: no free slot to gather group ", g,
@@ -199,6 +202,7 @@ CView ParamGatherer::acquire(int g, Pass pass) {
   Slot& slot = slots_[s];
   if (slot.fetching) launch_in_order(s);
   launch_in_order(-1);  // gathers of shards whose reads earlier acquires started
+  group.end();
   ++acquires_;
   if (slot.work) {
     slot.work->wait(stream_);  // the model's next kernel on the stream reads the gathered group

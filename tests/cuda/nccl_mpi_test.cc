@@ -378,6 +378,48 @@ TEST_F(Nccl, AWorkDestroyedUnwaitedCompletesAndDoneNeverBlocks) {
                     [&](std::size_t j) { return n_ * sum_result(n_, j); }));
 }
 
+// A group of all-gathers and a reduce-scatter is launched at group_end: a Work waited on before it
+// throws (naming the rule) without failing the communicator, done() says false meanwhile, and after the
+// end every result is exact. Stats count each collective of the group.
+TEST_F(Nccl, AGroupLaunchesAtItsEndAndItsWorksCannotBeWaitedOnBeforeIt) {
+  const std::size_t c = 1000;
+  DeviceArray<float> send(c, s_), a(c * n_, s_), b(c * n_, s_), rs(c * n_, s_);
+  send.upload(make<float>(c, [&](std::size_t k) { return tag_input(r_, k); }));
+  rs.upload(make<float>(c * n_, [&](std::size_t j) { return sum_input(r_, j); }));
+  const CommStats before = comm_->stats();
+  std::vector<std::unique_ptr<Work>> works;
+  {
+    CollectiveGroup group(*comm_);
+    works.push_back(comm_->all_gather(send.data(), a.data(), c, DType::f32));
+    works.push_back(comm_->all_gather(send.data(), b.data(), c, DType::f32));
+    works.push_back(comm_->reduce_scatter(rs.data(), rs.data() + r_ * c, c, DType::f32));
+    EXPECT_FALSE(works[0]->done());
+    try {
+      works[1]->wait();
+      ADD_FAILURE() << "a Work of an open group was waited on without an error";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("inside its collective group"), std::string::npos) << e.what();
+    }
+    EXPECT_THROW(works[2]->wait(comm_->stream()), Error);
+    group.end();
+  }
+  for (auto& w : works) w->wait();
+  auto gathered = [&](std::size_t j) { return tag_input(int(j / c), j % c); };
+  EXPECT_TRUE(exact("grouped all_gather 1", a.download(), 0, c * n_, gathered));
+  EXPECT_TRUE(exact("grouped all_gather 2", b.download(), 0, c * n_, gathered));
+  EXPECT_TRUE(exact("grouped reduce_scatter", rs.download(), r_ * c, c,
+                    [&](std::size_t k) { return sum_result(n_, r_ * c + k); }));
+  const CommStats after = comm_->stats();
+  EXPECT_EQ(after.calls[int(Collective::all_gather)] - before.calls[int(Collective::all_gather)], 2);
+  EXPECT_EQ(after.calls[int(Collective::reduce_scatter)] - before.calls[int(Collective::reduce_scatter)], 1);
+  // The communicator still works, and groups do not nest.
+  comm_->barrier()->wait();
+  comm_->group_start();
+  EXPECT_THROW(comm_->group_start(), Error);
+  comm_->group_end();
+  EXPECT_THROW(comm_->group_end(), Error);
+}
+
 // Rank 1 never joins rank 0's all_reduce: rank 0's call or wait throws within its 2 s timeout + 2 s,
 // naming the collective, and every later call throws the same message. Rank 1 has a longer timeout (its
 // watchdog's grace), so its communicator, never used, is destroyed quietly after the ranks meet again
