@@ -69,7 +69,12 @@ OptimizerStep::OptimizerStep(Device& dev, Stream& stream, Communicator& comm, co
       optimizer_swap_(optimizer_swap),
       param_swap_(param_swap),
       allgather_bucket_(allgather_bucket),
-      copied_(dev.create_event()) {
+      copied_(dev.create_event()),
+      down_(dev.create_stream()),
+      up_(dev.create_stream()),
+      computed_(dev.create_event()),
+      down_done_(dev.create_event()),
+      up_done_(dev.create_event()) {
   partials_ = planned.take<double>(kPartials);
   readback_ = planned.take<double>(kReadback);
   auto take = [&](auto& buf, const char* name) {
@@ -121,7 +126,7 @@ bool OptimizerStep::keep_speculative(GroupState& g, const AdamStep& a, float wd)
   spec_->count_kept();
   if (const std::uint8_t* out = spec_->working_out(g.index)) {
     const GroupPlacement& gp = *g.place;
-    be_.copy_async(stream_, g.params_at(gp.opt_range.offset), out, gp.opt_range.count * dtype_size(g.working));
+    be_.copy_async(*up_, g.params_at(gp.opt_range.offset), out, gp.opt_range.count * dtype_size(g.working));
   }
   return true;
 }
@@ -136,6 +141,9 @@ void OptimizerStep::discard_speculation() {
 
 void OptimizerStep::update(const AdamStep& adam, float wd) {
   if (spec_) spec_->finish();
+  // What the down stream copies (gradients, device-resident states) was written on the compute stream.
+  computed_->record(stream_);
+  computed_->wait(*down_);
   if (optimizer_swap_) {
     // read k+1 / update k / write k-1 through the staging ring
     optimizer_swap_->for_each([&](int g, std::size_t begin, std::size_t n, float* p, float* m, float* v) {
@@ -159,8 +167,8 @@ void OptimizerStep::update(const AdamStep& adam, float wd) {
   }
   if (spec_) {
     // The copies up read the arena; the next step's speculation writes it.
-    copied_->record(stream_);
-    copied_->synchronize();
+    up_done_->record(*up_);
+    up_done_->synchronize();
     spec_->reset();
   }
   if (param_swap_) param_swap_->drain();
@@ -184,9 +192,11 @@ void OptimizerStep::update_on_device(GroupState& g, std::size_t begin, std::size
   // The shard lives off the device: bring the updated working params down to it.
   void* dst =
       gp.params_home == Tier::host ? static_cast<void*>(g.params_at(lo)) : param_swap_->writeback_buffer();
-  be_.copy_async(stream_, dst, out, n * es);
-  copied_->record(stream_);
-  copied_->synchronize();
+  computed_->record(stream_);
+  computed_->wait(*down_);
+  be_.copy_async(*down_, dst, out, n * es);
+  down_done_->record(*down_);
+  down_done_->synchronize();  // `out` is reused by the next piece; the write-back reads `dst`
   if (gp.params_home == Tier::nvme) param_swap_->commit(g.index, begin, n);
 }
 
@@ -198,7 +208,7 @@ void OptimizerStep::update_on_host(GroupState& g, std::size_t begin, std::size_t
   bool staged = false;
   auto host = [&](Tier home, float* dev_or_host, Buffer<float>& staging) -> float* {
     if (home == Tier::host) return dev_or_host;
-    be_.copy_async(stream_, staging.data(), dev_or_host, n * sizeof(float));
+    be_.copy_async(*down_, staging.data(), dev_or_host, n * sizeof(float));
     staged = true;
     return staging.data();
   };
@@ -209,8 +219,8 @@ void OptimizerStep::update_on_host(GroupState& g, std::size_t begin, std::size_t
     v = host(gp.v_home, g.v.data() + begin, stage_v_);
   }
   if (staged) {
-    copied_->record(stream_);
-    copied_->synchronize();
+    down_done_->record(*down_);
+    down_done_->synchronize();
   }
   std::uint8_t* out = gp.params_home == Tier::host ? g.params_at(lo)
                       : gp.params_home == Tier::nvme
@@ -221,20 +231,20 @@ void OptimizerStep::update_on_host(GroupState& g, std::size_t begin, std::size_t
   bool up = false;
   auto back = [&](Tier home, float* dst, const float* src) {
     if (home != Tier::device || optimizer_swap_) return;
-    be_.copy_async(stream_, dst, src, n * sizeof(float));
+    be_.copy_async(*up_, dst, src, n * sizeof(float));
     up = true;
   };
   back(gp.master_home, g.master_at(begin), p);
   back(gp.m_home, g.m.data() + begin, m);
   back(gp.v_home, g.v.data() + begin, v);
   if (gp.params_home == Tier::device) {
-    be_.copy_async(stream_, g.params_at(lo), out, n * es);
+    be_.copy_async(*up_, g.params_at(lo), out, n * es);
     up = true;
   }
   if (gp.params_home == Tier::nvme) param_swap_->commit(g.index, begin, n);
-  if (up) {  // the staging is reused by the next piece
-    copied_->record(stream_);
-    copied_->synchronize();
+  if (up) {  // the staging is reused by the next piece, and the compute stream reads what went up
+    up_done_->record(*up_);
+    up_done_->synchronize();
   }
 }
 

@@ -5,6 +5,14 @@
 // swapper), with the updated working params written where they live (device, host tier, or NVMe through
 // the parameter swapper's asynchronous write-back); then the all-gather of whole params and zeroing.
 // Both AdamWs are the same arithmetic (core/cpu_adam.h), so every placement gives the same bits.
+//
+// Streams: the device's AdamW runs on the compute stream; what crosses between the tiers moves on two
+// copy streams of the step's own, device-to-host (device arrays a host update reads, working params a
+// device update made for a shard off the device) and host-to-device (what a host update wrote back,
+// kept speculative updates' working params), so on a GPU the staging of the host-updated groups runs
+// beside the device AdamW of the others (the twin flow) instead of queueing behind it. The down stream
+// waits by event for the compute stream's work up to update() (backward's gradients); the host waits
+// for each staged piece before it uses it or reuses its staging.
 #pragma once
 
 #include <memory>
@@ -69,7 +77,9 @@ class OptimizerStep {
   Buffer<float> stage_grad_, stage_master_, stage_m_, stage_v_;  // pinned: device arrays a host update reads
   Buffer<std::uint8_t> stage_params_;                            // pinned: working params going up
   Buffer<std::uint8_t> device_params_out_;                       // device: working params going down
-  std::unique_ptr<Event> copied_;
+  std::unique_ptr<Event> copied_;  // the compute stream's copies (the norm's readback)
+  std::unique_ptr<Stream> down_, up_;                            // copy streams: device to host, host to device
+  std::unique_ptr<Event> computed_, down_done_, up_done_;
   std::unique_ptr<SpeculativeAdam> spec_;
 };
 
