@@ -88,6 +88,18 @@ OptimizerStep::OptimizerStep(Device& dev, Stream& stream, Communicator& comm, co
   take(stage_params_, "optimizer staging: working params");
   take(device_params_out_, "optimizer output: working params");
   if (SpeculativeAdam::enabled(plan)) spec_ = std::make_unique<SpeculativeAdam>(plan, groups, planned);
+  // Buckets of up to allgather_bucket elements in group order (a larger group is a bucket of its own).
+  std::size_t elems = 0;
+  for (GroupState& g : groups_) {
+    if (!g.place->regather_after_step) continue;
+    if (regather_buckets_.empty() || elems + g.shards.padded > allgather_bucket_) {
+      regather_buckets_.emplace_back();
+      elems = 0;
+    }
+    regather_buckets_.back().push_back(g.index);
+    elems += g.shards.padded;
+  }
+  updated_.assign(groups_.size(), 0);
 }
 
 double OptimizerStep::global_norm_squared() {
@@ -153,16 +165,20 @@ void OptimizerStep::update(const AdamStep& adam, float wd) {
     // ZeRO-Offload++'s twin flow: the device's AdamW of the groups kept there is enqueued first, so on a
     // GPU it runs while the host runs the CPU Adam of the others (each group's arithmetic is its own, so
     // the order does not change any bits).
+    // Each group's all-gather bucket starts as soon as every group in it is updated.
     for (Tier on : {Tier::device, Tier::host})
       for (GroupState& g : groups_) {
-        if (g.place->update_on != on || keep_speculative(g, adam, wd)) continue;
-        for (std::size_t b = 0; b < g.place->opt_range.count; b += plan_.update_chunk) {
-          const std::size_t n = std::min(plan_.update_chunk, g.place->opt_range.count - b);
-          if (on == Tier::device)
-            update_on_device(g, b, n, adam, wd);
-          else
-            update_on_host(g, b, n, nullptr, nullptr, nullptr, adam, wd);
-        }
+        if (g.place->update_on != on) continue;
+        if (!keep_speculative(g, adam, wd))
+          for (std::size_t b = 0; b < g.place->opt_range.count; b += plan_.update_chunk) {
+            const std::size_t n = std::min(plan_.update_chunk, g.place->opt_range.count - b);
+            if (on == Tier::device)
+              update_on_device(g, b, n, adam, wd);
+            else
+              update_on_host(g, b, n, nullptr, nullptr, nullptr, adam, wd);
+          }
+        updated_[g.index] = 1;
+        launch_regathers();
       }
   }
   if (spec_) {
@@ -172,7 +188,12 @@ void OptimizerStep::update(const AdamStep& adam, float wd) {
     spec_->reset();
   }
   if (param_swap_) param_swap_->drain();
-  regather();
+  std::fill(updated_.begin(), updated_.end(), 1);  // the swap pipeline's order: every group is done now
+  launch_regathers();
+  for (auto& w : regathers_) w->wait(stream_);
+  regathers_.clear();
+  std::fill(updated_.begin(), updated_.end(), 0);
+  next_regather_ = 0;
 }
 
 void OptimizerStep::update_on_device(GroupState& g, std::size_t begin, std::size_t n, const AdamStep& adam,
@@ -248,29 +269,31 @@ void OptimizerStep::update_on_host(GroupState& g, std::size_t begin, std::size_t
   }
 }
 
-void OptimizerStep::regather() {
-  // Buckets of up to allgather_bucket_ elements (a group larger than that is a bucket of its own), each
-  // launched as one collective group, waited on before the next bucket starts.
-  std::vector<std::vector<GroupState*>> buckets;
-  std::size_t elems = 0;
-  for (GroupState& g : groups_) {
-    if (!g.place->regather_after_step) continue;
-    if (buckets.empty() || (elems + g.shards.padded > allgather_bucket_ && !buckets.back().empty())) {
-      buckets.emplace_back();
-      elems = 0;
+void OptimizerStep::launch_regathers() {
+  bool ordered = false;
+  while (next_regather_ < regather_buckets_.size()) {
+    const std::vector<int>& bucket = regather_buckets_[next_regather_];
+    for (int g : bucket)
+      if (!updated_[g]) return;
+    if (!ordered) {
+      // The collectives read working params the compute stream (the device AdamW) and the up stream (host
+      // updates, kept speculation) wrote: the compute stream waits for the up stream, and the collective
+      // for the compute stream (as its producer stream, or by the host here).
+      up_done_->record(*up_);
+      up_done_->wait(stream_);
+      if (!comm_.follows_producer_stream()) {
+        computed_->record(stream_);
+        computed_->synchronize();
+      }
+      ordered = true;
     }
-    buckets.back().push_back(&g);
-    elems += g.shards.padded;
-  }
-  std::vector<std::unique_ptr<Work>> inflight;
-  for (const auto& bucket : buckets) {
     CollectiveGroup group(comm_);
-    for (GroupState* g : bucket)
-      inflight.push_back(
-          comm_.all_gather(g->params_at(g->shard.offset), g->params.data(), g->shard.count, g->working));
+    for (int g : bucket) {
+      GroupState& s = groups_[g];
+      regathers_.push_back(comm_.all_gather(s.params_at(s.shard.offset), s.params.data(), s.shard.count, s.working));
+    }
     group.end();
-    for (auto& w : inflight) w->wait(stream_);
-    inflight.clear();
+    ++next_regather_;
   }
 }
 

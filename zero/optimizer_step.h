@@ -3,7 +3,9 @@
 // in pieces, where each group's placement says: the device's AdamW on device states, or the CPU Adam on
 // the host (states on the host tier, staged from the device, or streamed from NVMe by the optimizer
 // swapper), with the updated working params written where they live (device, host tier, or NVMe through
-// the parameter swapper's asynchronous write-back); then the all-gather of whole params and zeroing.
+// the parameter swapper's asynchronous write-back); then the all-gather of whole params,
+// bucket by bucket, each as soon as its groups are updated (beside the updates of the later groups); and
+// zeroing.
 // Both AdamWs are the same arithmetic (core/cpu_adam.h), so every placement gives the same bits.
 //
 // Streams: the device's AdamW runs on the compute stream; what crosses between the tiers moves on two
@@ -59,7 +61,9 @@ class OptimizerStep {
   void update_on_device(GroupState& g, std::size_t begin, std::size_t n, const AdamStep& a, float wd);
   void update_on_host(GroupState& g, std::size_t begin, std::size_t n, float* p, float* m, float* v,
                       const AdamStep& a, float wd);
-  void regather();
+  // Launches, in order, each all-gather bucket whose groups are all updated (updated_), as one collective
+  // group; update() waits for them all at its end.
+  void launch_regathers();
   // Resolves group g's speculative update: true when it stands (nothing left to do for g).
   bool keep_speculative(GroupState& g, const AdamStep& a, float wd);
 
@@ -81,6 +85,10 @@ class OptimizerStep {
   std::unique_ptr<Stream> down_, up_;                            // copy streams: device to host, host to device
   std::unique_ptr<Event> computed_, down_done_, up_done_;
   std::unique_ptr<SpeculativeAdam> spec_;
+  std::vector<std::vector<int>> regather_buckets_;  // groups all-gathered after the step, by bucket
+  std::vector<char> updated_;                       // per group: updated in this step
+  std::size_t next_regather_ = 0;                   // the first bucket not launched yet
+  std::vector<std::unique_ptr<Work>> regathers_;    // launched this step
 };
 
 }  // namespace tz
