@@ -59,8 +59,10 @@ std::vector<BufferSpec> Gpt::buffers(const GptConfig& cfg, GptShape s, DType dt,
   std::vector<BufferSpec> v;
   auto f = [&](std::string name, std::size_t floats) { v.push_back({std::move(name), kActs, MemoryKind::device, floats * 4}); };
   for (int l = 0; l <= cfg.n_layer; ++l)
-    v.push_back({"activation checkpoint [" + std::to_string(l) + "]",
+    v.push_back({ActivationCheckpoints::checkpoint_name(l),
                  ckpt_kind == MemoryKind::device ? kActs : "activation checkpoints", ckpt_kind, BT * C * 4});
+  for (int i = 0; i < ActivationCheckpoints::staging_count(ckpt_kind, ckpt); ++i)
+    f(ActivationCheckpoints::staging_name(i), BT * C);
   const int sets = ckpt == ActivationCheckpointing::off ? cfg.n_layer : 1;
   for (int i = 0; i < sets; ++i) {
     f(act_name("ln1", i), BT * C);
@@ -129,7 +131,6 @@ void Gpt::init(PlannedBuffers& planned) {
            "] (the model's position table); raise --seq-len of the model or lower the batch's");
   TZ_CHECK(dtype_ == DType::f32 || dtype_ == DType::bf16 || dtype_ == DType::f16, "unsupported compute dtype ",
            dtype_name(dtype_));
-  TZ_CHECK(ckpt_kind_ != MemoryKind::pageable_host, "activation checkpoints live in device or pinned host memory");
   const std::vector<BufferSpec> specs = buffers(cfg_, shape_, dtype_, ckpt_, ckpt_kind_, dev_.kind());
   act_bytes_ = total_bytes(specs, MemoryKind::device);
   offloaded_ckpt_bytes_ = total_bytes(specs, MemoryKind::pinned_host);
@@ -138,7 +139,7 @@ void Gpt::init(PlannedBuffers& planned) {
 
 void Gpt::take_buffers(PlannedBuffers& planned) {
   auto f = [&](const std::string& name) { return planned.take<float>(name); };
-  for (int l = 0; l <= cfg_.n_layer; ++l) residual_.push_back(f("activation checkpoint [" + std::to_string(l) + "]"));
+  ckpts_ = std::make_unique<ActivationCheckpoints>(dev_, cfg_.n_layer, ckpt_kind_, ckpt_, planned);
   const int sets = ckpt_ == ActivationCheckpointing::off ? cfg_.n_layer : 1;
   acts_.resize(sets);
   for (int i = 0; i < sets; ++i) {
@@ -234,18 +235,22 @@ void Gpt::forward(ParamProvider& params, const std::int32_t* inputs, const std::
   // acquisition per pass keeps ZeRO-3's gather volume at one copy of the parameters.
   const int emb = layout_.embedding_group();
   CView pe = params.acquire(emb, Pass::forward);
-  be_.encoder_forward(s, residual_[0].data(), inputs_.data(), offset(pe, layout_.wte_offset),
+  ActivationCheckpoints& ck = *ckpts_;
+  be_.encoder_forward(s, ck.write(s, 0), inputs_.data(), offset(pe, layout_.wte_offset),
                       offset(pe, layout_.wpe_offset), B, T, C);
+  ck.written(s, 0);
   for (int l = 0; l < cfg_.n_layer; ++l) {
     int g = layout_.block_group(l);
     CView p = params.acquire(g, Pass::forward);
     BlockActs& a = acts_[ckpt_ == ActivationCheckpointing::off ? l : 0];
-    block_forward(s, l, p, residual_[l].data(), a, residual_[l + 1].data());
+    const float* in = ck.reading(l);
+    block_forward(s, l, p, in, a, ck.write(s, l + 1));
+    ck.written(s, l + 1);
     params.release(g, Pass::forward);
   }
   const int fn = layout_.final_norm_group();
   CView pf = params.acquire(fn, Pass::forward);
-  be_.layernorm_forward(s, lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), residual_[cfg_.n_layer].data(),
+  be_.layernorm_forward(s, lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), ck.reading(cfg_.n_layer),
                         offset(pf, layout_.lnf_w_offset), offset(pf, layout_.lnf_b_offset), BT, C);
   params.release(fn, Pass::forward);
   // The LM head and the loss, chunk by chunk of rows: each chunk's logits become its gradient in place;
@@ -261,6 +266,7 @@ void Gpt::forward(ParamProvider& params, const std::int32_t* inputs, const std::
   }
   params.release(emb, Pass::forward);
   be_.sum(s, loss_sum, losses_.data(), BT);
+  ck.finish_forward(s);
 }
 
 void Gpt::block_backward(Stream& s, int layer, CView p, float* g, const float* res_in, BlockActs& a, float* dres) {
@@ -309,6 +315,8 @@ void Gpt::backward(ParamProvider& params, Stream& s) {
   // (encoder backward only scatters gradients), so it is released at once.
   // Chunks of rows from the last (whose gradient forward left in the logits buffer) to the first
   // (recomputed: the logits again, then their gradient).
+  ActivationCheckpoints& ck = *ckpts_;
+  ck.start_backward(s);  // on the host tier, the last checkpoints go up while the LM head runs
   CView pe = params.acquire(emb, Pass::backward);
   float* ge = params.grad(emb);
   const CView wte = offset(pe, layout_.wte_offset);
@@ -331,8 +339,9 @@ void Gpt::backward(ParamProvider& params, Stream& s) {
   float* gf = params.grad(fn);
   be_.fill(s, dres_.data(), 0.0f, nC);
   be_.layernorm_backward(s, dres_.data(), gf + layout_.lnf_w_offset, gf + layout_.lnf_b_offset, dln_.data(),
-                         residual_[cfg_.n_layer].data(), offset(pf, layout_.lnf_w_offset), lnf_mean_.data(),
+                         ck.load(s, cfg_.n_layer), offset(pf, layout_.lnf_w_offset), lnf_mean_.data(),
                          lnf_rstd_.data(), BT, C);
+  ck.done(s, cfg_.n_layer);
   params.release(fn, Pass::backward);
   params.grad_ready(fn);
 
@@ -340,10 +349,11 @@ void Gpt::backward(ParamProvider& params, Stream& s) {
     int g = layout_.block_group(l);
     CView p = params.acquire(g, Pass::backward);
     BlockActs& a = acts_[ckpt_ == ActivationCheckpointing::off ? l : 0];
-    // Recompute this block's activations from its checkpointed input; residual_[l+1] was consumed
-    // by block l+1's backward already, so rewriting it (with the same values) is safe.
-    if (ckpt_ == ActivationCheckpointing::per_block) block_forward(s, l, p, residual_[l].data(), a, residual_[l + 1].data());
-    block_backward(s, l, p, params.grad(g), residual_[l].data(), a, dres_.data());
+    // Recompute this block's activations from its checkpointed input (the output is not needed).
+    const float* in = ck.load(s, l);
+    if (ckpt_ == ActivationCheckpointing::per_block) block_forward(s, l, p, in, a, ck.recompute_output(l));
+    block_backward(s, l, p, params.grad(g), in, a, dres_.data());
+    ck.done(s, l);
     params.release(g, Pass::backward);
     params.grad_ready(g);
   }

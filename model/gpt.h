@@ -8,13 +8,12 @@
 
 #include "core/buffer_plan.h"
 #include "core/device.h"
+#include "model/activation_checkpoints.h"
 #include "model/gpt_config.h"
 #include "model/param_layout.h"
 #include "model/param_provider.h"
 
 namespace tz {
-
-enum class ActivationCheckpointing { off, per_block };
 
 struct GptShape {
   int B = 4;   // micro-batch
@@ -27,7 +26,8 @@ class Gpt {
   // Every buffer the model allocates (activations, checkpoints, scratch), for the memory plan.
   // param_dtype: the working dtype of parameters and matmul inputs (f32, bf16 or f16); activations
   // and gradients are fp32. checkpoint_kind: where the per-block checkpoints (the residual stream
-  // entering each block) live: device memory, or the host tier when activations are offloaded.
+  // entering each block) live: device memory, or the host tier when activations are offloaded (then
+  // with device staging buffers the kernels use instead: see ActivationCheckpoints).
   // `device` decides the matmul workspace (the products whose 16-bit inputs it widens).
   static std::vector<BufferSpec> buffers(const GptConfig& cfg, GptShape shape, DType param_dtype,
                                          ActivationCheckpointing ckpt,
@@ -96,7 +96,7 @@ class Gpt {
   MemoryKind ckpt_kind_;
   std::size_t act_bytes_ = 0, offloaded_ckpt_bytes_ = 0;
 
-  std::vector<Buffer<float>> residual_;  // L+1 residual streams [BT, C]; residual_[0] is the embedding output
+  std::unique_ptr<ActivationCheckpoints> ckpts_;  // L+1 residual streams [BT, C]; [0] is the embedding output
   std::vector<BlockActs> acts_;          // L sets, or 1 shared set with checkpointing
   Buffer<float> lnf_, lnf_mean_, lnf_rstd_, logits_, losses_;
   float dloss_ = 0;  // forward's loss-gradient factor, for backward's recomputed logits chunks

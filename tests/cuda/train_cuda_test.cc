@@ -101,6 +101,25 @@ TEST_F(CudaTrain, TheOptimizerOnTheHostOrNvmeGivesBitwiseTheLossesOfTheDevice) {
   }
 }
 
+// Activation checkpoints on the host tier cross PCIe on copy streams of the model's own while the blocks
+// compute, ordered by events: the same kernels on the same values as checkpoints on the device, so the
+// same bits. 4 layers reuse both buffers of the staging ring; with and without recomputation, over
+// accumulated micro-steps and validation.
+TEST_F(CudaTrain, ActivationCheckpointsOnTheHostTierGiveBitwiseTheLossesOfTheDevice) {
+  for (ActivationCheckpointing ckpt : {ActivationCheckpointing::per_block, ActivationCheckpointing::off}) {
+    TrainOptions o = small(DeviceKind::cuda, DType::bf16, 0);
+    o.model.n_layer = 4;
+    o.grad_accum = 2;
+    o.checkpointing = ckpt;
+    const TrainResult device = train(o, *comm_, quiet);
+    o.offload.activations = Tier::host;
+    const TrainResult host = train(o, *comm_, quiet);
+    const char* what = ckpt == ActivationCheckpointing::per_block ? "recomputed" : "kept";
+    EXPECT_EQ(host.losses, device.losses) << what;
+    EXPECT_EQ(host.val_loss, device.val_loss) << what;
+  }
+}
+
 TEST_F(CudaTrain, ADeviceBudgetTooSmallForTheModelIsRefusedBeforeAnythingRuns) {
   TrainOptions o = small(DeviceKind::cuda, DType::bf16, 0);
   o.device_mem = std::size_t(33) << 20;  // 1 MiB past the cuBLASLt workspace
