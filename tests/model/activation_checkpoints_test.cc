@@ -1,16 +1,19 @@
 // Activation checkpoints on the host tier (device staging and copy streams) against checkpoints on the
-// device: the same losses and gradients bit for bit, and the staging buffers in the plan.
+// device: the same losses and gradients bit for bit; the copies' order on streams that run later, in any
+// order their events allow; and the staging buffers in the plan.
 #include "model/activation_checkpoints.h"
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <deque>
 #include <random>
 #include <tuple>
 
 #include "core/backend.h"
 #include "model/gpt.h"
 #include "model/gpt_init.h"
+#include "tests/common/deferred_device.h"
 #include "tests/model/host_provider.h"
 
 namespace tz {
@@ -114,6 +117,87 @@ INSTANTIATE_TEST_SUITE_P(
              std::to_string(std::get<1>(i.param)) + "_layers_" +
              (std::get<2>(i.param) == ActivationCheckpointing::per_block ? "recomputed" : "kept");
     });
+
+// One schedule of host-tier checkpoints of 16 floats on a DeferredDevice, which runs nothing until
+// drain() and then the streams in a random order their events allow (seed): a validation forward, then
+// forward and backward twice, all enqueued before anything runs, as on a GPU where the host runs ahead.
+// Each kernel is a fill with a byte of its own (call, checkpoint); each kernel read a copy into a probe.
+// Every read must see the checkpoint the latest forward wrote, whatever the copy streams did meanwhile.
+void check_schedule(int n_layer, ActivationCheckpointing ck, unsigned seed) {
+  constexpr std::size_t kBytes = 16 * sizeof(float);
+  auto pattern = [](int call, int l) { return 1 + 16 * call + l; };
+  test::DeferredDevice dev(seed);
+  std::vector<BufferSpec> specs;
+  for (int l = 0; l <= n_layer; ++l)
+    specs.push_back({ActivationCheckpoints::checkpoint_name(l), "activation checkpoints",
+                     MemoryKind::pinned_host, kBytes});
+  for (int i = 0; i < ActivationCheckpoints::staging_count(MemoryKind::pinned_host, ck); ++i)
+    specs.push_back(
+        {ActivationCheckpoints::staging_name(i), "activations and scratch", MemoryKind::device, kBytes});
+  PlannedBuffers planned(dev, specs);
+  ActivationCheckpoints ckpts(dev, n_layer, MemoryKind::pinned_host, ck, planned);
+  planned.expect_all_taken();
+  std::unique_ptr<Stream> s = dev.create_stream();
+  Backend& be = dev.backend();
+  struct Read {
+    int call, l;
+    std::vector<unsigned char> got;
+  };
+  std::deque<Read> reads;  // stable addresses for the copies still to run
+  auto read = [&](int call, int l, const float* p) {
+    reads.push_back({call, l, std::vector<unsigned char>(kBytes)});
+    be.copy_async(*s, reads.back().got.data(), p, kBytes);
+  };
+  auto forward = [&](int call) {
+    be.memset_async(*s, ckpts.write(*s, 0), pattern(call, 0), kBytes);  // the encoder
+    ckpts.written(*s, 0);
+    for (int l = 0; l < n_layer; ++l) {
+      const float* in = ckpts.reading(l);
+      float* out = ckpts.write(*s, l + 1);
+      read(call, l, in);  // block l
+      be.memset_async(*s, out, pattern(call, l + 1), kBytes);
+      ckpts.written(*s, l + 1);
+    }
+    read(call, n_layer, ckpts.reading(n_layer));  // the final LayerNorm
+    ckpts.finish_forward(*s);
+  };
+  auto backward = [&](int call) {
+    ckpts.start_backward(*s);
+    read(call, n_layer, ckpts.load(*s, n_layer));  // the final LayerNorm
+    ckpts.done(*s, n_layer);
+    for (int l = n_layer - 1; l >= 0; --l) {
+      const float* in = ckpts.load(*s, l);
+      read(call, l, in);  // the recomputation, then the block's backward
+      if (ck == ActivationCheckpointing::per_block)
+        be.memset_async(*s, ckpts.recompute_output(l), 0xEE, kBytes);
+      read(call, l, in);
+      ckpts.done(*s, l);
+    }
+  };
+  forward(0);
+  for (int call : {1, 2}) {
+    forward(call);
+    backward(call);
+  }
+  ASSERT_EQ(dev.ran(), 0u);  // nothing ran as it was enqueued
+  dev.drain();
+  for (const Read& r : reads)
+    for (unsigned char b : r.got)
+      ASSERT_EQ(int(b), pattern(r.call, r.l))
+          << "call " << r.call << " checkpoint " << r.l << " seed " << seed;
+}
+
+TEST(ActivationCheckpoints, EveryReadSeesItsCheckpointInEveryOrderTheEventsAllow) {
+  for (int n_layer : {1, 2, 3, 4})
+    for (auto ck : {ActivationCheckpointing::per_block, ActivationCheckpointing::off})
+      for (unsigned seed = 0; seed < 200; ++seed) {
+        SCOPED_TRACE(::testing::Message()
+                     << n_layer << " layers, "
+                     << (ck == ActivationCheckpointing::per_block ? "recomputed" : "kept"));
+        check_schedule(n_layer, ck, seed);
+        if (::testing::Test::HasFatalFailure()) return;
+      }
+}
 
 // The staging buffers are device memory the plan lists (so `tierzero plan` counts them): B*T*C floats
 // each, 3 with recomputation, 2 without, none when the checkpoints stay on the device.
