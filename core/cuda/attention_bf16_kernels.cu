@@ -202,19 +202,7 @@ __global__ void __launch_bounds__(kThreads)
       for (int j = 0; j < DN; ++j) o[i][j] += so[(ty + kSide * i) * L::LDO + tx + kSide * j];
   }
 
-#pragma unroll
-  for (int i = 0; i < kRM; ++i) {
-    const int r = q0 + ty + kSide * i;
-    if (r >= T) continue;
-    const float inv = 1.0f / l[i];
-    float* orow = out + (std::size_t(b) * T + r) * C + std::size_t(h) * hs;
-#pragma unroll
-    for (int j = 0; j < DN; ++j) {
-      const int d = tx + kSide * j;
-      if (d < hs) orow[d] = o[i][j] * inv;
-    }
-    if (tx == 0) lse[std::size_t(bh) * T + r] = m[i] + logf(l[i]);
-  }
+  attn::write_output_rows(out, lse, o, m, l, b, h, bh, q0, dm, ty, tx);
 }
 
 // The backward kernels' shared memory: four bf16 [64][LDH] tiles (k, v, q, dout in the dK/dV kernel;

@@ -102,4 +102,26 @@ __device__ __forceinline__ float row_sum(float x) {
   return x;
 }
 
+// Forward's last step, the same for both arithmetic paths: this thread's query rows q0 + ty + kSide * i
+// (those < T) of o divided by their softmax sums l into head h of batch b of out (columns tx + kSide * j
+// below hs), and each row's log-sum-exp m + log(l) saved for backward at lse[bh * T + row].
+template <int RM, int DN>
+__device__ __forceinline__ void write_output_rows(float* out, float* lse, const float (&o)[RM][DN],
+                                                  const float (&m)[RM], const float (&l)[RM], int b, int h,
+                                                  int bh, int q0, const Dims& dm, int ty, int tx) {
+#pragma unroll
+  for (int i = 0; i < RM; ++i) {
+    const int r = q0 + ty + kSide * i;
+    if (r >= dm.T) continue;
+    const float inv = 1.0f / l[i];
+    float* orow = out + (std::size_t(b) * dm.T + r) * dm.C + std::size_t(h) * dm.hs;
+#pragma unroll
+    for (int j = 0; j < DN; ++j) {
+      const int d = tx + kSide * j;
+      if (d < dm.hs) orow[d] = o[i][j] * inv;
+    }
+    if (tx == 0) lse[std::size_t(bh) * dm.T + r] = m[i] + logf(l[i]);
+  }
+}
+
 }  // namespace tz::cuda::attn
