@@ -104,17 +104,7 @@ void expect_same_bits(const Result& a, const Result& b) {
   }
 }
 
-class CudaAttention : public ::testing::TestWithParam<Shape> {
- protected:
-  void SetUp() override {
-    if (cuda::device_count() == 0) GTEST_SKIP() << cuda::unavailable_reason();
-    TZ_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  }
-  void TearDown() override {
-    if (stream_) cudaStreamDestroy(stream_);
-  }
-  cudaStream_t stream_ = nullptr;
-};
+class CudaAttention : public test::CudaKernelTest, public ::testing::WithParamInterface<Shape> {};
 
 // Tolerance against the cpu backend (fp32 both; the device uses math::exp_f, as the cpu does, and
 // fmaf, in another summation order, with an online softmax and probabilities recomputed from lse).

@@ -20,17 +20,7 @@ namespace {
 
 using test::DeviceArray;
 
-class CudaCast : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (cuda::device_count() == 0) GTEST_SKIP() << cuda::unavailable_reason();
-    TZ_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
-  }
-  void TearDown() override {
-    if (stream_) cudaStreamDestroy(stream_);
-  }
-  cudaStream_t stream_ = nullptr;
-};
+class CudaCast : public test::CudaKernelTest {};
 
 // More elements than one launch's 65535 blocks x 256 threads cover, so the grid-stride loop runs
 // a second lap, and not a multiple of 256. Random bit patterns (every exponent, NaN, Inf) plus every
