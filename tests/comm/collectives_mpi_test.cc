@@ -10,13 +10,13 @@
 #include <memory>
 #include <string>
 #include <thread>
-#include <type_traits>
 #include <vector>
 
 #include "comm/mpi_comm.h"
 #include "core/device.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "tests/common/float_values.h"
 
 namespace tz {
 namespace {
@@ -104,23 +104,11 @@ TYPED_TEST(Collectives, ReduceScatterOutOfPlaceSumsEachRanksSliceExactly) {
   }
 }
 
+using test::from_f;
+using test::to_f;
+
 // In-place reduce-scatter by NCCL's convention (recv == send + rank * count), also in fp64: the
 // sums are small integers, exact in every dtype.
-template <typename T>
-T from_f(float v) {
-  if constexpr (std::is_same_v<T, double>)
-    return double(v);
-  else
-    return from_float<T>(v);
-}
-template <typename T>
-float to_f(T x) {
-  if constexpr (std::is_same_v<T, double>)
-    return float(x);
-  else
-    return to_float(x);
-}
-
 template <typename T>
 class InPlaceReduceScatter : public ::testing::Test {};
 using InPlaceDTypes = ::testing::Types<float, bf16, fp16, double>;

@@ -11,7 +11,6 @@
 #include <memory>
 #include <string>
 #include <thread>
-#include <type_traits>
 #include <vector>
 
 #include "comm/nccl_comm.h"
@@ -20,6 +19,7 @@
 #include "core/cuda/cuda_stream.h"
 #include "core/dtype.h"
 #include "core/error.h"
+#include "tests/common/float_values.h"
 #include "tests/cuda/kernel_test_util.h"
 
 namespace tz {
@@ -41,20 +41,8 @@ float max_result(int n, std::size_t j) { return float(n - 2) * float(j % 5 + 1);
 // All-gather and broadcast input: names the rank and the index.
 float tag_input(int r, std::size_t j) { return float(8 * r + int(j % 7)); }
 
-template <typename T>
-T from_f(float v) {
-  if constexpr (std::is_same_v<T, double>)
-    return double(v);
-  else
-    return from_float<T>(v);
-}
-template <typename T>
-float to_f(T x) {
-  if constexpr (std::is_same_v<T, double>)
-    return float(x);
-  else
-    return to_float(x);
-}
+using test::from_f;
+using test::to_f;
 
 // got[offset + i] == want(i) for i < n, exactly; names the first mismatch and how many there are.
 template <typename T, typename F>
