@@ -156,17 +156,35 @@ tzc_teardown() {
   exit "$rc"
 }
 
+# Each simulated host has a /tmp and a /dev/shm of its own (node_exec.sh), yet must see this run's files
+# where they are, as on a cluster with a shared file system: tzc_bind_back PATH... exports in
+# TZC_BIND_BACK (one a line) the top entry, /tmp/NAME or /dev/shm/NAME, of each PATH under /tmp or
+# /dev/shm, and node_exec.sh binds those back into each host. /tmp or /dev/shm itself is left out: it is
+# what the hosts keep their own of (a current folder of /tmp is then the host's own /tmp).
+tzc_bind_back() {
+  local p top list=""
+  for p; do
+    p=$(realpath -m "$p")
+    case "$p" in
+      /tmp/*) top=${p#/tmp/} && top=/tmp/${top%%/*} ;;
+      /dev/shm/*) top=${p#/dev/shm/} && top=/dev/shm/${top%%/*} ;;
+      *) continue ;;
+    esac
+    grep -Fqx -- "$top" <<<"$list" || list+=$top$'\n'
+  done
+  export TZC_BIND_BACK=$list
+}
+
 # tzc_begin NAME DEADLINE : the run's identity, work folder and state folder, the leftover sweep, the
 # traps and the deadline. The work folder (metrics, logs, the NVMe store) is under TZC_WORK_DIR
-# (default: the current folder, the build tree under ctest): every node must see it, so not /tmp.
+# (default: the current folder, the build tree under ctest). The checkout, the scenario's TZC_TIERZERO,
+# the work folder and the current folder are shared with the simulated hosts wherever they are, /tmp
+# included (tzc_bind_back).
 tzc_begin() {
   local name=$1
   TZC_DEADLINE=$2
   export TZC_ID=$$ TZC_STATE=$TZC_ROOT/$$
   local parent=${TZC_WORK_DIR:-$PWD}
-  case "$(realpath -m "$parent")/" in
-    /tmp/* | /dev/shm/*) tzc_fail "the work folder $parent is under /tmp or /dev/shm, which each simulated host has its own of: set TZC_WORK_DIR" ;;
-  esac
   mkdir -p "$parent/cluster-work" && TZC_WORK=$(mktemp -d "$parent/cluster-work/$name.XXXXXX") ||
     tzc_fail "cannot create a work folder under $parent"
   TZC_WORK=$(realpath "$TZC_WORK")
@@ -188,6 +206,8 @@ tzc_begin() {
   unset $(compgen -e | grep -E '^(SLURM_|SLURMD_|PMIX_|PMI_|OMPI_COMM_WORLD_)') SLURM_CONF
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1  # = mpirun --allow-run-as-root
   export OMP_NUM_THREADS=1 OMP_WAIT_POLICY=passive  # one OpenMP thread per rank: ranks share 2 cores
+  # The current folder too: the ranks and job steps start in it (mpirun's, sbatch's working folder).
+  tzc_bind_back "$TZC_HERE/../../.." ${TZC_TIERZERO:+"$TZC_TIERZERO"} "$TZC_WORK" "$PWD"
   tzc_log "$name: run tzc$TZC_ID, work folder $TZC_WORK"
 }
 
@@ -210,8 +230,12 @@ tzc_netns_up() {
       ip -n "$ns" addr add "10.200.0.$((n + 1))/24" dev tz0 &&
       ip -n "$ns" link set tz0 up && ip -n "$ns" link set lo up || tzc_fail "setting up node$n's network"
   done
-  err=$("$TZC_NODE" node1 getent hosts node0 2>&1) ||
+  err=$(TZC_BIND_BACK="" "$TZC_NODE" node1 getent hosts node0 2>&1) ||
     tzc_skip "a simulated host cannot be entered here (node_exec.sh: unshare --uts --mount, tmpfs and bind mounts): $err"
+  # Now with the bind-backs: a failure here is the test's, not the machine's.
+  err=$("$TZC_NODE" node1 sh -c 'for f; do [ -e "$f" ] || { echo "$f is missing"; exit 1; }; done' - \
+          "$TZC_HERE/node_exec.sh" "$TZC_WORK" ${TZC_TIERZERO:+"$TZC_TIERZERO"} 2>&1) ||
+    tzc_fail "node1 does not see this run's files ($err; TZC_BIND_BACK: $(echo $TZC_BIND_BACK))"
   tzc_log "simulated hosts up: node0 10.200.0.1, node1 10.200.0.2 (veth tz0)"
 }
 tzc_rx_bytes() {  # tzc_rx_bytes NODE : bytes received so far on NODE's end of the veth
