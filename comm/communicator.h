@@ -178,4 +178,9 @@ std::unique_ptr<Communicator> make_self_comm();
 // process and no launcher it is a world of 1.
 std::unique_ptr<Communicator> make_mpi_world();
 
+struct WorldInfo;
+// The world this process was started in (discover_world()): the self communicator when no launcher
+// started it (world.source == "single": MPI is never initialised), else make_mpi_world().
+std::unique_ptr<Communicator> make_host_world(const WorldInfo& world);
+
 }  // namespace tz

@@ -74,7 +74,7 @@ int train_command(const std::vector<std::string>& args) {
   }
   // Before MPI starts its progress thread and OpenMP its pool, so that every thread starts where it belongs.
   if (f.bind_cores == "auto") bind_cores(world);
-  std::unique_ptr<Communicator> comm = world.source == "single" ? make_self_comm() : make_mpi_world();
+  std::unique_ptr<Communicator> comm = make_host_world(world);
   comm->set_timeout(std::chrono::milliseconds(std::int64_t(f.comm_timeout * 1000)));
   if (comm->size() != world.size) {
     TZ_FAIL("the launcher says this is rank ", world.rank, " of ", world.size, " (from ", world.source,

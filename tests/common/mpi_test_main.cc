@@ -1,5 +1,6 @@
-// main() for multi-rank GoogleTest executables (tz_add_mpi_test): initialises MPI before any test,
-// runs every test on every rank, prints the results on rank 0 and failures on every rank.
+// main() for multi-rank GoogleTest executables (tz_add_mpi_test): initialises MPI before any test
+// (started without mpirun, the executable is a world of one without MPI: make_host_world), runs every
+// test on every rank, prints the results on rank 0 and failures on every rank.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -39,9 +40,9 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   std::unique_ptr<tz::Communicator> world;
   try {
-    world = tz::make_mpi_world();
+    world = tz::make_host_world(tz::discover_world());
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "cannot create the MPI world: %s\n", e.what());
+    std::fprintf(stderr, "cannot create the world: %s\n", e.what());
     return 1;
   }
   tz::set_log_context(tz::LogContext{world->rank(), world->size(), tz::discover_world().host, "cpu"});

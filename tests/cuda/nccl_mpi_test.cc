@@ -107,7 +107,7 @@ std::string skip_reason(Communicator& mpi) {
 class Nccl : public ::testing::Test {
  protected:
   void SetUp() override {
-    mpi_ = make_mpi_world();
+    mpi_ = make_host_world(discover_world());  // one rank without mpirun: the unique id is made here
     mpi_->set_timeout(std::chrono::seconds(60));
     const std::string why = skip_reason(*mpi_);
     if (!why.empty()) GTEST_SKIP() << why;
