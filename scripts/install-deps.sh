@@ -4,6 +4,9 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
+# The GPU bundle (scripts/gpu-bundle.sh) needs patchelf and xz; its rehearsal on a bare root
+# (scripts/gpu-bundle-rehearse.sh) debootstrap. The PyTorch peer's test at a tiny size needs Debian's torch
+# (libopenblas0-pthread: without it torch falls back to the reference BLAS, ~50x slower).
 # The launch tests (tests/launch/cluster/) need a real Slurm with PMIx and the tools that simulate two
 # hosts (ip, nsenter, unshare). They start their own munged, slurmctld and slurmd with a config of their
 # own, so the services these packages enable are not wanted: where this script installs them anew, it
@@ -21,6 +24,8 @@ $SUDO apt-get install -y -q --no-install-recommends \
   libboost-program-options-dev nlohmann-json3-dev \
   libgtest-dev libgmock-dev \
   base-files jq \
+  patchelf xz-utils debootstrap \
+  python3-torch libopenblas0-pthread \
   slurmctld slurmd slurm-client munge libpmix-dev iproute2 util-linux bc
 if ((${#new_services[@]})) && [ -d /run/systemd/system ]; then
   $SUDO systemctl disable --now "${new_services[@]}" >/dev/null 2>&1 || true
