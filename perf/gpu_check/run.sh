@@ -175,7 +175,7 @@ for exe in "$B"/bin/*; do
     fi
     [[ "$lib" =~ $RUNTIME || "$lib" =~ $NVIDIA || "$path" == "$B/lib/"* ]] && continue
     refuse "$name needs $lib, which is not in the bundle's lib/ (the machine's $path would be used: an incomplete bundle, make it again with scripts/gpu-bundle.sh)"
-  done < <(LD_LIBRARY_PATH=$LIB_PATH "$LDSO" --list "$exe" 2>&1)
+  done < <(LD_TRACE_LOADED_OBJECTS=1 LD_LIBRARY_PATH=$LIB_PATH "$LDSO" "$exe" 2>&1) # as ldd: "=> not found" lines
 done
 
 # A refusal above is one line; what was found is printed only once everything resolves.
