@@ -224,7 +224,7 @@ START=$(date +%s)
 N=0
 NGPU=0
 NO_GPU="no GPU: tierzero doctor did not run"
-CHILD=""
+CHILD="" CURRENT="" CURRENT_GPU=0
 elapsed() { echo $(($(date +%s) - START)); }
 R() { python3 "$CHECK/results.py" "$@"; }
 assemble() {
@@ -236,8 +236,9 @@ assemble() {
 on_signal() {
   say "stopped by SIG$1 after $(elapsed) s: the reports hold every stage that ended"
   [[ -n "$CHILD" ]] && kill -TERM "$CHILD" 2>/dev/null
-  R stage --work "$W" --n $((N + 1)) --name "${CURRENT:-?}" --status stopped --seconds 0 --limit 0 \
-    --needs-gpu 0 --reason "the check was stopped by SIG$1" --command "" 2>/dev/null
+  # The stage that was running, if one was (between stages every record is already written).
+  [[ -n "$CURRENT" ]] && R stage --work "$W" --n $((N + 1)) --name "$CURRENT" --status stopped --seconds 0 \
+    --limit 0 --needs-gpu "$CURRENT_GPU" --reason "the check was stopped by SIG$1" --command "" 2>/dev/null
   assemble
   rm -rf "$W"
   exit $((128 + $2))
@@ -273,7 +274,7 @@ run_stage() {
   if ((left < 5)); then skip "$name" "$gpu" "time budget spent: $(elapsed) s of ${BUDGET_S} s used"; return 1; fi
   local limit=$((max < left ? max : left)) t0 rc command="$*"
   t0=$(date +%s.%N)
-  CURRENT=$name
+  CURRENT=$name CURRENT_GPU=$gpu
   echo "run.sh: $name (limit ${limit} s, $(elapsed) s used)"
   if [[ -n "$FAKE_DIR" ]]; then
     # Test mode: the stage's output from files, after <stage>.sleep seconds, under the same timeout.
@@ -296,6 +297,7 @@ run_stage() {
     *) status=failed reason="exit $rc: $(grep -v '^[[:space:]]*$' "$W/logs/$name.err" | tail -n 1 | cut -c1-500)" ;;
   esac
   LAST_SECONDS=$secs
+  CURRENT=""
   record "$name" "$status" "$rc" "$secs" "$limit" "$gpu" "$reason" "$command"
   [[ "$status" != ok ]] && echo "run.sh: $name: $status${reason:+: $reason}"
   [[ "$status" == ok ]]

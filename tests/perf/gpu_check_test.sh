@@ -210,7 +210,8 @@ signal)
   ((rc == 143)) || fail "SIGTERM: exit $rc, not 143"
   awk -v s="$secs" 'BEGIN { exit !(s < 5) }' || fail "SIGTERM: run.sh took $secs s to stop (bound 5)"
   only_three_files
-  expect '.stages.kernel_tests.status == "stopped" and .stages.kernel_tests.reason == "the check was stopped by SIGTERM"'
+  expect '.stages.kernel_tests.status == "stopped" and .stages.kernel_tests.reason == "the check was stopped by SIGTERM" and .stages.kernel_tests.needs_gpu'
+  expect '[.stages[] | select(.status == "stopped")] | length == 1'
   expect '.complete == false and .stages.nccl_tests == null'
   pgrep -f "$F/kernel_tests" >/dev/null && fail "the stopped stage's process is still running"
   ;;
