@@ -13,8 +13,8 @@
 # in a private mount namespace over a copy-on-write view of the cached root, which it never changes; no
 # mount or folder is left behind.
 #
-#   bash scripts/gpu-bundle-rehearse.sh [BUNDLE]     default out/gpu-bundle.tar.xz; every variant
-#   TZ_REHEARSE_VARIANTS="a b"                       a subset
+#   bash scripts/gpu-bundle-rehearse.sh [--variant a|b|c|d|all] [BUNDLE]   default out/gpu-bundle.tar.xz, all
+#   TZ_REHEARSE_VARIANTS="a b"                                              a subset (--variant wins)
 # Exit: 0 every variant passed (a PASS line each), 1 one failed (FAIL: ...), 77 it cannot run here (SKIP:
 # why: not root, no debootstrap or chroot, mounts refused, no mirror for the first root).
 set -u
@@ -115,6 +115,15 @@ if [[ "${1:-}" == --inside ]]; then
 fi
 
 # ---- outside: the cached root, then each variant ------------------------------------------------------
+VARIANTS=${TZ_REHEARSE_VARIANTS:-a b c d}
+while [[ "${1:-}" == --variant ]]; do
+  case "${2:-}" in
+    a | b | c | d) VARIANTS=$2 ;;
+    all) VARIANTS="a b c d" ;;
+    *) fail "--variant takes a, b, c, d or all, not '${2:-}'" ;;
+  esac
+  shift 2
+done
 BUNDLE=${1:-$ROOT/out/gpu-bundle.tar.xz}
 [[ -f "$BUNDLE" ]] || skip "no bundle at $BUNDLE: make it with scripts/gpu-bundle.sh"
 BUNDLE=$(readlink -f "$BUNDLE")
@@ -123,7 +132,8 @@ for c in debootstrap chroot unshare mount flock jq xz tar; do
   command -v "$c" >/dev/null || skip "missing $c (on Debian 12, bash scripts/install-deps.sh installs what this needs)"
 done
 [[ -d "$(readlink -f /usr/local/cuda)/lib64" ]] || skip "no CUDA toolkit at /usr/local/cuda to take NVIDIA's libraries from"
-unshare --mount --propagation private true 2>/dev/null || skip "private mount namespaces are refused here (unshare --mount)"
+unshare --mount --propagation private --pid --kill-child true 2>/dev/null ||
+  skip "private mount and PID namespaces are refused here (unshare --mount --pid)"
 
 . /etc/os-release
 SUITE=${VERSION_CODENAME:-bookworm}
@@ -136,6 +146,9 @@ mkdir -p "$CACHE" || skip "cannot make $CACHE"
 # One builder at a time; a run that finds the root ready reuses it.
 exec 9>"$CACHE/rehearse.lock"
 flock -w 900 9 || fail "another rehearsal held $CACHE/rehearse.lock for 15 minutes"
+# A run holds the lock to its end, so a run folder found now is one left by a run killed outright
+# (SIGKILL: ctest's timeout kills the whole tree); its namespace, mounts included, died with it.
+rm -rf "$CACHE"/rehearse.??????
 t0=$(date +%s)
 if [[ -f "$BASE/.tierzero-complete" ]]; then
   log "the bare root: reusing $BASE (debootstrap --variant=minbase --include=python3 $SUITE, $(cat "$BASE/.tierzero-complete"))"
@@ -156,13 +169,28 @@ fi
 
 RUN=$(mktemp -d "$CACHE/rehearse.XXXXXX") || fail "cannot make a folder under $CACHE"
 trap 'rm -rf "$RUN"' EXIT
+# Stopped (ctest's TIMEOUT, ^C): the variant's namespace goes with its unshare (--kill-child kills its
+# PID 1, and with it every process of the namespace and its mounts), then the folder.
+child=""
+stop() {
+  [[ -n "$child" ]] && kill -TERM "$child" 2>/dev/null && wait "$child"
+  rm -rf "$RUN"
+  echo "FAIL: stopped by SIG$1 during variant ${v:-?}"
+  exit $((128 + $(kill -l "$1")))
+}
+trap 'stop INT' INT
+trap 'stop TERM' TERM
 mounts_before=$(findmnt -rn -o TARGET | grep -c "^$CACHE" || true)
 status=0
-for v in ${TZ_REHEARSE_VARIANTS:-a b c d}; do
+for v in $VARIANTS; do
   t1=$(date +%s)
   mkdir -p "$RUN/$v"
-  unshare --mount --propagation private bash "${BASH_SOURCE[0]}" --inside "$v" "$BASE" "$BUNDLE" "$RUN/$v" >"$RUN/$v.log" 2>&1
-  rc=$?
+  # In the background so that a signal reaches stop() at once rather than after the variant.
+  unshare --mount --propagation private --pid --kill-child \
+    bash "${BASH_SOURCE[0]}" --inside "$v" "$BASE" "$BUNDLE" "$RUN/$v" >"$RUN/$v.log" 2>&1 &
+  child=$!
+  wait "$child"
+  rc=$? child=""
   sed 's/^/    /' "$RUN/$v.log"
   case $v in
     a) what="/usr/local/cuda read-only: every library resolves but libcuda, 5 cpu steps from bin/, every GPU stage skipped, exit 0" ;;
