@@ -17,6 +17,7 @@
 #include "launch/commands.h"
 #include "launch/parse_args.h"
 #include "launch/train_flags.h"
+#include "train/stop_signals.h"
 #include "train/trainer.h"
 
 namespace po = boost::program_options;
@@ -24,20 +25,22 @@ namespace po = boost::program_options;
 namespace tz {
 namespace {
 
-// Set by SIGTERM (Slurm's preemption signal) or SIGINT; read by the training loop at each step's end.
-std::atomic<int> g_stop_signal{0};
+// Set by SIGTERM (Slurm's preemption signal), SIGINT or SIGHUP (a closed terminal); read by the
+// training loop at each step's end (train/stop_signals.h).
+StopSignals g_stop;
 
-extern "C" void on_stop_signal(int sig) { g_stop_signal.store(sig); }
+extern "C" void on_stop_signal(int sig) {
+  if (!record_stop_signal(g_stop, sig)) return;
+  ::signal(sig, SIG_DFL);  // a second signal outside a save: the default action, once this handler returns
+  ::raise(sig);
+}
 
-// The first SIGTERM or SIGINT asks for a clean stop; the handler is then reset, so a second one ends
-// the process at once (SA_RESETHAND).
 void install_stop_handlers() {
   struct sigaction sa {};
   sa.sa_handler = on_stop_signal;
-  sa.sa_flags = SA_RESETHAND | SA_RESTART;
+  sa.sa_flags = SA_RESTART;
   sigemptyset(&sa.sa_mask);
-  sigaction(SIGTERM, &sa, nullptr);
-  sigaction(SIGINT, &sa, nullptr);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP}) sigaction(sig, &sa, nullptr);
 }
 
 // --bind-cores auto: this rank's share of the node's cores; the OpenMP pool sized to its compute cores
@@ -68,6 +71,7 @@ int train_command(const std::vector<std::string>& args) {
   // One process per rank: under mpirun or srun --mpi=pmix the ranks talk over MPI; alone, no MPI.
   WorldInfo world = discover_world();
   f.o.gpu = world.local_rank;  // a cuda rank's GPU: its local rank modulo the node's GPU count
+  if (const char* job = std::getenv("SLURM_JOB_ID")) f.o.job_id = job;  // recorded in the save-dir's lock
   if (world.rank == 0) {  // what --config resolved or accepted with no effect, once for the job
     for (const std::string& line : f.o.config_lines) std::printf("%s\n", line.c_str());
     std::fflush(stdout);
@@ -84,7 +88,7 @@ int train_command(const std::vector<std::string>& args) {
   }
   install_stop_handlers();
   try {
-    const TrainResult r = train(f.o, *comm, nullptr, {}, &g_stop_signal);
+    const TrainResult r = train(f.o, *comm, nullptr, {}, &g_stop);
     // Stopped by a signal after a clean finish of a step: the conventional 128 + signal status, the
     // same on every rank (the highest signal any rank received).
     // With --save-dir the stop saved a checkpoint, and the job ends with 0 so that a requeued job (Slurm

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "core/error.h"
+#include "model/protected_inputs.h"
 
 namespace tz {
 
@@ -74,6 +75,7 @@ void InputFile::read_at(void* dst, std::size_t bytes, std::uint64_t offset) cons
 
 AtomicOutputFile::AtomicOutputFile(std::string path, std::string what)
     : path_(std::move(path)), tmp_(path_ + ".tmp.XXXXXX"), what_(std::move(what)) {
+  check_output_target(path_, what_);  // before anything is created next to it
   // A unique name, created exclusively (mkostemp: O_CREAT | O_EXCL, mode 0600): never an existing file
   // and never through a symlink someone planted at a predictable name.
   fd_ = ::mkostemp(tmp_.data(), O_CLOEXEC);
@@ -101,7 +103,8 @@ void AtomicOutputFile::write(const void* src, std::size_t bytes) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) {
       int e = errno;
-      TZ_FAIL("writing ", what_, " '", tmp_, "' failed: ", std::strerror(e), "; check free disk space");
+      TZ_FAIL("writing ", what_, " '", path_, "' (as '", tmp_, "') failed: ", std::strerror(e), " (errno ", e,
+              "); check free disk space and quota");
     }
     p += n;
     bytes -= std::size_t(n);
@@ -114,6 +117,7 @@ void AtomicOutputFile::commit() {
   TZ_SYS_CHECK(::fsync(fd_), "flushing ", what_, " '", tmp_, "' to disk");
   int fd = std::exchange(fd_, -1);
   TZ_SYS_CHECK(::close(fd), "closing ", what_, " '", tmp_, "'");
+  check_output_target(path_, what_);  // again: the target may have changed while this file was written
   TZ_SYS_CHECK(::rename(tmp_.c_str(), path_.c_str()), "renaming ", what_, " '", tmp_, "' to '", path_, "'");
   committed_ = true;
   // The rename is durable only once the folder's entry is on disk too.

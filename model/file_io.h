@@ -35,9 +35,12 @@ class InputFile {
 std::string read_small_file(const std::string& path, const std::string& what, std::uint64_t max_bytes,
                             const std::string& hint = "");
 
-// Writes a temporary file next to `path` (a unique name, created exclusively); commit() flushes it to
-// disk, renames it to `path` and flushes the folder. Destroyed without commit (an exception on the way),
-// it removes the temporary file and leaves `path` untouched.
+// The one writer of every file a command writes. Writes a temporary file next to `path` (a unique name,
+// created exclusively); commit() flushes it to disk, renames it to `path` and flushes the folder.
+// Destroyed without commit (an exception on the way), it removes the temporary file and leaves `path`
+// untouched. Before creating anything, and again just before the rename, it refuses a `path` that is,
+// or is inside, a protected input, or that holds a folder, device, FIFO or socket
+// (model/protected_inputs.h).
 class AtomicOutputFile {
  public:
   AtomicOutputFile(std::string path, std::string what);

@@ -21,6 +21,7 @@ namespace tz {
 struct CheckpointProgress {
   int step = 0;
   std::uint64_t data_epoch = 0, data_batch = 0;  // the training loader's next batch
+  std::string run_id;                            // the run's id (train/save_dir.h), written into the manifest
 };
 
 using PhaseHook = std::function<void(const std::string& phase)>;

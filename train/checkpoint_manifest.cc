@@ -102,6 +102,7 @@ json manifest_to_json(const CheckpointManifest& m) {
   return {{"format", kCheckpointFormat},
           {"version", kCheckpointVersion},
           {"step", m.step},
+          {"run_id", m.run_id},
           {"optimizer_steps", m.engine.optimizer_steps},
           {"computing", m.engine.computing},
           {"loss_scaler",
@@ -142,6 +143,7 @@ CheckpointManifest manifest_from_json(const json& j, const std::string& src) {
            " is not the version this tierzero reads (", kCheckpointVersion, ")");
   CheckpointManifest m;
   m.step = f.i32("step");
+  if (j.contains("run_id")) m.run_id = f.str("run_id");  // absent in checkpoints written before run ids
   m.engine.optimizer_steps = f.i32("optimizer_steps");
   m.engine.computing = f.i32("computing", 1);
   Fields ls = f.sub("loss_scaler");

@@ -42,6 +42,9 @@ struct CheckpointGroup {
 
 struct CheckpointManifest {
   int step = 0;  // training steps done (the next run starts at step + 1)
+  // The run that wrote it (train/save_dir.h): drawn by a fresh run, inherited by its resumes; pruning
+  // removes only this run's step folders. "" in checkpoints written before run ids.
+  std::string run_id;
   EngineState engine;
   // Data position: the next global batch (epoch, index) of the training loader, in global batches of
   // global_batch_tokens tokens (world x micro-batch x sequence length).

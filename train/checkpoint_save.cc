@@ -14,6 +14,7 @@
 #include "train/checkpoint.h"
 #include "train/collective_util.h"
 #include "train/rank_agreement.h"
+#include "train/save_dir.h"
 
 namespace tz {
 namespace {
@@ -82,6 +83,7 @@ CheckpointManifest make_manifest(const TrainOptions& opt, Engine& engine, int wo
   const MemoryPlan& plan = engine.plan();
   CheckpointManifest m;
   m.step = p.step;
+  m.run_id = p.run_id;
   m.engine = engine.state();
   m.data_epoch = p.data_epoch;
   m.data_batch = p.data_batch;
@@ -110,21 +112,30 @@ CheckpointManifest make_manifest(const TrainOptions& opt, Engine& engine, int wo
   return m;
 }
 
-// Keeps the `keep` newest step folders (by step number) besides `current`, and removes what crashed
-// saves left behind (.tmp-*, .old-*).
-void prune(const std::string& dir, int keep, const std::string& current) {
-  std::vector<std::string> steps;
+// Keeps the `keep` newest step folders of run `run_id` (by step number) besides `current`, and removes
+// what crashed saves left behind (.tmp-*, .old-*: the save-dir's lock says no other job is saving here).
+// A step folder of another run, or one whose manifest cannot be read, is never removed.
+void prune(const std::string& dir, int keep, const std::string& current, const std::string& run_id) {
   for (const auto& e : fs::directory_iterator(dir)) {
     const std::string name = e.path().filename().string();
-    if (name == current) continue;
     if ((name.rfind(".tmp-step-", 0) == 0 || name.rfind(".old-step-", 0) == 0) && e.is_directory())
       fs::remove_all(e.path());
-    else if (is_checkpoint_name(name) && e.is_directory())
-      steps.push_back(name);
   }
   if (keep <= 0) return;
-  std::sort(steps.rbegin(), steps.rend());  // zero-padded: text order is step order
-  for (std::size_t i = std::size_t(keep - 1); i < steps.size(); ++i) fs::remove_all(dir + "/" + steps[i]);
+  int kept = 1;  // current
+  for (const std::string& name : step_folders(dir)) {
+    if (name == current) continue;
+    try {
+      if (read_manifest(dir + "/" + name).run_id != run_id) continue;
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (kept < keep) {
+      ++kept;
+      continue;
+    }
+    fs::remove_all(dir + "/" + name);
+  }
 }
 
 }  // namespace
@@ -133,40 +144,58 @@ std::string save_checkpoint(const TrainOptions& opt, Engine& engine, Communicato
                             const PhaseHook& phase) {
   const std::string dir = opt.save_dir, name = checkpoint_name(p.step);
   const std::string tmp = dir + "/.tmp-" + name, final_dir = dir + "/" + name, old = dir + "/.old-" + name;
-  on_every_rank(comm, "prepare checkpoint folder " + tmp, [&] {
-    if (comm.rank() != 0) return;
-    fs::create_directories(dir);
-    fs::remove_all(tmp);  // a crashed save of the same step
-    fs::create_directory(tmp);
-  });
-  CheckpointFile mine;
-  on_every_rank(comm, "write its checkpoint file into " + tmp, [&] {
-    mine = write_rank_file(tmp, engine, comm.rank(), p.step);
-    if (phase) phase("files written");
-  });
-  std::vector<std::string> all = all_gather_strings(comm, file_to_json(mine));
-  on_every_rank(comm, "commit checkpoint " + final_dir, [&] {
-    if (comm.rank() != 0) return;
-    std::vector<CheckpointFile> files;
-    for (const auto& s : all) files.push_back(file_from_json(s));
-    const CheckpointManifest m = make_manifest(opt, engine, comm.size(), p, std::move(files));
-    const std::string text = manifest_to_json(m).dump(1);
-    AtomicOutputFile out(tmp + "/manifest.json", "checkpoint manifest");
-    out.write(text.data(), text.size());
-    out.commit();
-    if (phase) phase("manifest written");
-    fsync_dir(tmp);
-    const bool replacing = fs::exists(final_dir);  // a step saved again (a rerun into the same folder)
-    if (replacing) fs::remove_all(old), fs::rename(final_dir, old);
-    fs::rename(tmp, final_dir);
-    fsync_dir(dir);
-    if (phase) phase("renamed");
-    const std::string pointer = name + "\n";
-    AtomicOutputFile latest(dir + "/latest", "checkpoint pointer");
-    latest.write(pointer.data(), pointer.size());
-    latest.commit();
-    prune(dir, opt.keep_last, name);
-  });
+  try {
+    on_every_rank(comm, "prepare checkpoint folder " + tmp, [&] {
+      if (comm.rank() != 0) return;
+      fs::create_directories(dir);
+      fs::remove_all(tmp);  // a crashed save of the same step
+      fs::create_directory(tmp);
+    });
+    CheckpointFile mine;
+    on_every_rank(comm, "write its checkpoint file into " + tmp, [&] {
+      mine = write_rank_file(tmp, engine, comm.rank(), p.step);
+      if (phase) phase("files written");
+    });
+    std::vector<std::string> all = all_gather_strings(comm, file_to_json(mine));
+    on_every_rank(comm, "commit checkpoint " + final_dir, [&] {
+      if (comm.rank() != 0) return;
+      std::vector<CheckpointFile> files;
+      for (const auto& s : all) files.push_back(file_from_json(s));
+      const CheckpointManifest m = make_manifest(opt, engine, comm.size(), p, std::move(files));
+      const std::string text = manifest_to_json(m).dump(1);
+      AtomicOutputFile out(tmp + "/manifest.json", "checkpoint manifest");
+      out.write(text.data(), text.size());
+      out.commit();
+      if (phase) phase("manifest written");
+      fsync_dir(tmp);
+      // A step saved again: this run's own folder (a resume of an earlier step) is replaced; another
+      // run's is never touched.
+      const bool replacing = fs::exists(final_dir);
+      if (replacing) {
+        std::string owner = "an unreadable manifest";
+        try {
+          owner = "run " + read_manifest(final_dir).run_id;
+        } catch (const std::exception&) {
+        }
+        TZ_CHECK(owner == "run " + p.run_id, "checkpoint ", final_dir, " already exists and belongs to ", owner,
+                 ", not to this run (", p.run_id, "); it is left as it is: give another --save-dir");
+        fs::remove_all(old), fs::rename(final_dir, old);
+      }
+      fs::rename(tmp, final_dir);
+      fsync_dir(dir);
+      if (phase) phase("renamed");
+      const std::string pointer = name + "\n";
+      AtomicOutputFile latest(dir + "/latest", "checkpoint pointer");
+      latest.write(pointer.data(), pointer.size());
+      latest.commit();
+      prune(dir, opt.keep_last, name, p.run_id);
+    });
+  } catch (...) {
+    // Every rank is past its writes (on_every_rank agrees first): nothing half-written stays behind.
+    std::error_code ec;
+    if (comm.rank() == 0) fs::remove_all(tmp, ec);
+    throw;
+  }
   return final_dir;
 }
 

@@ -35,6 +35,7 @@ struct TrainOptions {
   int save_every = 0;
   int keep_last = 0;
   std::string resume;
+  std::string job_id;  // the launcher's job id (SLURM_JOB_ID), recorded in the save-dir's lock
   std::string config;         // the DeepSpeed config it was read from, if any (an input: never an output)
   // What --config resolved ("auto") or accepted with no effect, one line each; rank 0 prints them.
   std::vector<std::string> config_lines;

@@ -12,7 +12,7 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/host_ops.h"
-#include "core/metrics.h"
+#include "train/metrics_file.h"
 #include "model/data_loader.h"
 #include "model/gpt.h"
 #include "model/gpt_init.h"
@@ -20,8 +20,11 @@
 #include "train/checkpoint.h"
 #include "train/corpus_data.h"
 #include "train/output_checks.h"
+#include "train/collective_util.h"
 #include "train/rank_agreement.h"
+#include "train/save_dir.h"
 #include "train/step_metrics.h"
+#include "train/stop_signals.h"
 #include "zero/engine.h"
 #include "zero/plan_advice.h"
 
@@ -175,6 +178,19 @@ std::string startup_line(const TrainOptions& opt, const MemoryPlan& plan, int wo
   return line;
 }
 
+// A fresh run's id, drawn by rank 0 and the same on every rank. A fresh run may not write into a
+// save-dir that holds another run's checkpoints (its pruning and its `latest` would take them over).
+std::string fresh_run_id(const TrainOptions& opt, Communicator& comm) {
+  on_every_rank(comm, "check that --save-dir holds no earlier run's checkpoints", [&] {
+    if (comm.rank() != 0 || opt.save_dir.empty()) return;
+    const std::vector<std::string> steps = step_folders(opt.save_dir);
+    TZ_CHECK(steps.empty(), "--save-dir ", opt.save_dir, " holds checkpoints of an earlier run (", steps.front(),
+             steps.size() > 1 ? " and " + std::to_string(steps.size() - 1) + " more" : std::string(),
+             ") and this run starts afresh: continue that run with --resume latest, or give another --save-dir");
+  });
+  return all_gather_strings(comm, comm.rank() == 0 ? new_run_id() : "")[0];
+}
+
 // Restores what the Run's construction from the checkpoint's master did not: m, v, the counters and the
 // data position. Returns the step the checkpoint was taken after.
 int resume_at(const TrainOptions& opt, Communicator& comm, const CheckpointReader& ckpt, Run& run, const LogFn& log) {
@@ -221,7 +237,7 @@ constexpr int kStopSlot = 1, kValSlot = 2;  // in the scalars: [train loss sum, 
 class Loop {
  public:
   Loop(const TrainOptions& opt, Communicator& comm, const LogFn& log, const TrainHooks& hooks, Run& run,
-       const std::atomic<int>* stop)
+       const StopSignals* stop)
       : opt_(opt),
         comm_(comm),
         log_(log),
@@ -248,9 +264,9 @@ class Loop {
   const LogFn& log_;
   const TrainHooks& hooks_;
   Run& run_;
-  const std::atomic<int>* stop_;
+  const StopSignals* stop_;
   bool stop_requested_ = false;
-  MetricsWriter metrics_;
+  MetricsFile metrics_;
   std::size_t BT_;
 };
 
@@ -280,7 +296,7 @@ void Loop::step(int s, TrainResult& result) {
   t.optimizer = ms_since(t3);
   const double tokens = double(BT_) * opt_.grad_accum * comm_.size();
   // The stop flag rides with the loss: a signal seen by any rank stops every rank after the same step.
-  run_.readback.data()[kStopSlot] = stop_ && stop_->load() ? 1.0 : 0.0;
+  run_.readback.data()[kStopSlot] = stop_ && stop_->first.load() ? 1.0 : 0.0;
   run_.dev->backend().copy_async(*run_.stream, run_.losses.data() + kStopSlot, run_.readback.data() + kStopSlot,
                                  sizeof(double));
   run_.reduce_scalars(0, 2);
@@ -372,7 +388,9 @@ void Loop::validate(int s, TrainResult& result) {
   result.metrics.push_back(rec);
 }
 
-void export_model(const TrainOptions& opt, Communicator& comm, Run& run, const LogFn& log, int last) {
+// `checkpoint`: the final step's checkpoint (committed before this is written), or "" without --save-dir.
+void export_model(const TrainOptions& opt, Communicator& comm, Run& run, const LogFn& log, int last,
+                  const std::string& checkpoint) {
   std::vector<std::vector<float>> full;
   for (std::size_t g = 0; g < run.plan.layout.groups.size(); ++g)
     full.push_back(run.engine->gather_master(int(g)));
@@ -385,7 +403,13 @@ void export_model(const TrainOptions& opt, Communicator& comm, Run& run, const L
                " was not written; lower --lr or raise --warmup");
       groups.push_back(full[g].data());
     }
-    save_gpt_safetensors(opt.save_safetensors, run.plan.layout, groups, DType::f32);
+    try {
+      save_gpt_safetensors(opt.save_safetensors, run.plan.layout, groups, DType::f32);
+    } catch (const std::exception& e) {
+      if (checkpoint.empty()) throw;
+      TZ_FAIL(e.what(), "; the trained weights are safe in checkpoint ", checkpoint, " (tierzero ckpt export ",
+              checkpoint, " --to FILE writes them)");
+    }
     log("saved " + opt.save_safetensors);
   }
   if (comm.size() > 1) comm.barrier()->wait();
@@ -394,17 +418,29 @@ void export_model(const TrainOptions& opt, Communicator& comm, Run& run, const L
 }  // namespace
 
 TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_fn, const TrainHooks& hooks,
-                  const std::atomic<int>* stop) {
+                  StopSignals* stop) {
   check_options(opt, comm.size());
-  check_ranks_agree(opt, comm);              // before anything depends on the settings being equal
-  if (comm.rank() == 0) check_outputs(opt);  // rank 0 writes them; its error ends every rank
+  check_ranks_agree(opt, comm);  // before anything depends on the settings being equal
   const LogFn log =
       log_fn ? log_fn
              : LogFn([](const std::string& s) { std::printf("%s\n", s.c_str()), std::fflush(stdout); });
   TZ_CHECK(opt.resume.empty() || opt.init_from.empty(), "--resume and --init-from both give the starting weights; ",
            "give one (--init-from starts a new run from a safetensors file, --resume continues a checkpointed one)");
+  // What the run reads stays protected from what it writes until it returns (model/protected_inputs.h).
+  std::vector<ProtectedInput> inputs = protect_inputs(opt);
+  std::unique_ptr<SaveDirLease> lease;  // the save-dir is this run's until it returns
+  if (!opt.save_dir.empty()) lease = std::make_unique<SaveDirLease>(opt.save_dir, comm, opt.job_id);
+  const std::string resume_dir = resume_checkpoint(opt, comm, log);
+  inputs.emplace_back(resume_dir, "the checkpoint being resumed");
+  if (!opt.save_dir.empty()) inputs.emplace_back(opt.save_dir + "/latest", "the checkpoint pointer", "checkpoint pointer");
+  on_every_rank(comm, "check the run's outputs", [&] {
+    if (comm.rank() == 0) check_outputs(opt);  // rank 0 writes them
+  });
   std::unique_ptr<CheckpointReader> ckpt;
-  if (const std::string dir = resume_checkpoint(opt, comm, log); !dir.empty()) ckpt = open_resume(dir, opt, comm, log);
+  if (!resume_dir.empty()) ckpt = open_resume(resume_dir, opt, comm, log);
+  const std::string run_id = ckpt ? ckpt->manifest().run_id : fresh_run_id(opt, comm);
+  if (lease && comm.rank() == 0)
+    log("checkpoints go to " + opt.save_dir + " (run " + run_id + (ckpt ? ", continued" : ", new") + ")");
   Run run(opt, comm, hooks, ckpt.get());
   if (comm.rank() == 0) {
     log(startup_line(opt, run.plan, comm.size()));
@@ -418,34 +454,53 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
   ckpt.reset();
   Loop loop(opt, comm, log, hooks, run, stop);
   int last = start, saved = start;
+  // Saves after step `last`; returns whether any rank received a second signal during the save (then
+  // every rank stops at once: the checkpoint is complete, nothing else is done).
   auto save = [&] {
     const auto t0 = Clock::now();
+    if (stop) stop->saving = true;
+    struct Saved {
+      StopSignals* s;
+      ~Saved() {
+        if (s) s->saving = false;
+      }
+    } saving{stop};
     result.checkpoint = save_checkpoint(opt, *run.engine, comm,
-                                        {last, run.train_loader->epoch(), run.train_loader->batch_index()},
+                                        {last, run.train_loader->epoch(), run.train_loader->batch_index(), run_id},
                                         hooks.checkpoint_phase);
     saved = last;
     char b[64];
     std::snprintf(b, sizeof b, " (%.0f ms)", ms_since(t0));
     if (comm.rank() == 0) log("saved checkpoint " + result.checkpoint + b);
+    bool again = false;
+    for (const std::string& c : all_gather_strings(comm, stop && stop->count.load() >= 2 ? "1" : "0"))
+      again = again || c == "1";
+    return again;
   };
-  for (int s = start + 1; s <= opt.steps && !loop.stop_requested(); ++s) {
+  bool now = false;
+  for (int s = start + 1; s <= opt.steps && !loop.stop_requested() && !now; ++s) {
     loop.step(s, result);
     last = s;
-    if (!opt.save_dir.empty() && opt.save_every > 0 && s % opt.save_every == 0 && !loop.stop_requested()) save();
-    if (opt.val_every > 0 && s % opt.val_every == 0 && s != opt.steps && !loop.stop_requested())
+    if (!opt.save_dir.empty() && opt.save_every > 0 && s % opt.save_every == 0 && !loop.stop_requested())
+      now = save();
+    if (opt.val_every > 0 && s % opt.val_every == 0 && s != opt.steps && !loop.stop_requested() && !now)
       loop.validate(s, result);
   }
   // The last step is always saved (a finished run, or one a signal stopped) before validation and export.
-  if (!opt.save_dir.empty() && last > saved) save();
-  if (loop.stop_requested()) {
+  if (!now && !opt.save_dir.empty() && last > saved) now = save();
+  if (loop.stop_requested() || now) {
     // Every rank reports the same signal (the highest any rank received), so the job's status does not
     // depend on which rank exits first.
     result.stopped_after = last;
-    run.readback.data()[kStopSlot] = stop ? double(stop->load()) : 0.0;
+    run.readback.data()[kStopSlot] = stop ? double(stop->first.load()) : 0.0;
     run.dev->backend().copy_async(*run.stream, run.losses.data() + kStopSlot, run.readback.data() + kStopSlot,
                                   sizeof(double));
     run.reduce_scalars(kStopSlot, 1, ReduceOp::max);
     result.stop_signal = int(run.readback.data()[kStopSlot]);
+    if (comm.rank() == 0 && now)
+      log("a second signal came while checkpoint " + result.checkpoint + " was saved: it is complete; stopping " +
+          "after step " + std::to_string(last) + " without validation or export");
+    if (now) return result;
     if (comm.rank() == 0)
       log("stopped by a signal after step " + std::to_string(last) + " of " + std::to_string(opt.steps) +
           " on every rank: validating, saving and cleaning up");
@@ -470,7 +525,7 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
           .append(format_bytes(result.peak_bytes[i]));
     log(cmp);
   }
-  if (!opt.save_safetensors.empty()) export_model(opt, comm, run, log, last);
+  if (!opt.save_safetensors.empty()) export_model(opt, comm, run, log, last, result.checkpoint);
   return result;
 }
 

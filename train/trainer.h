@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "train/stop_signals.h"
 #include "train/train_hooks.h"
 #include "train/train_options.h"
 #include "zero/memory_plan.h"
@@ -38,10 +39,11 @@ using LogFn = std::function<void(const std::string&)>;
 PlanInputs plan_inputs(const TrainOptions& opt, int world, int rank);
 
 // Runs a whole training job; every rank of `comm` calls it. Progress lines go to `log` on rank 0
-// (stdout by default). `stop`, set to a signal number (by launch/'s SIGTERM and SIGINT handler) on any
-// rank, makes every rank finish the current step, validate, save --save-safetensors and return with
-// stopped_after set; NVMe stores are removed on the way out as after any run.
+// (stdout by default). `stop` (launch/'s SIGTERM, SIGINT and SIGHUP handler sets it; train/stop_signals.h):
+// a first signal on any rank makes every rank finish the current step, save, validate, write
+// --save-safetensors and return with stopped_after set; a second during a save makes every rank return
+// once it is complete. NVMe stores are removed on the way out as after any run.
 TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log = nullptr,
-                  const TrainHooks& hooks = {}, const std::atomic<int>* stop = nullptr);
+                  const TrainHooks& hooks = {}, StopSignals* stop = nullptr);
 
 }  // namespace tz

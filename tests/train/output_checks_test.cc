@@ -35,16 +35,16 @@ TEST(OutputChecks, AnOutputInAMissingFolderOrInPlaceOfAFolderDeviceOrFifoIsRefus
   o.metrics.clear();
   o.save_safetensors = dir.path();
   m = error_message([&] { check_outputs(o); });
-  EXPECT_TRUE(has(m, "--save-safetensors '" + dir.path() + "' exists and is not a regular file (a folder)")) << m;
+  EXPECT_TRUE(has(m, "--save-safetensors '" + dir.path() + "' exists and is a folder, not a regular file")) << m;
   o.save_safetensors = "/dev/null";  // renaming over it would replace the device node
   m = error_message([&] { check_outputs(o); });
-  EXPECT_TRUE(has(m, "'/dev/null' exists and is not a regular file (a device, FIFO or socket)")) << m;
+  EXPECT_TRUE(has(m, "'/dev/null' exists and is a character device, not a regular file")) << m;
   const std::string fifo = dir.file("m.fifo");
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   o.save_safetensors.clear();
   o.metrics = fifo;
   m = error_message([&] { check_outputs(o); });
-  EXPECT_TRUE(has(m, "'" + fifo + "' exists and is not a regular file")) << m;
+  EXPECT_TRUE(has(m, "'" + fifo + "' exists and is a FIFO, not a regular file")) << m;
   // A fresh path in a writable folder, and an existing regular file to be replaced, are fine; the
   // check leaves nothing behind.
   o.metrics = dir.file("m.jsonl");
@@ -66,15 +66,17 @@ TEST(OutputChecks, AnOutputThatIsAnInputIsRefusedByNameSymlinkOrHardLink) {
   TrainOptions o;
   o.data = data;
   o.config = cfg;
-  for (const std::string& out : {data, dir.file("link.bin"), dir.file("hard.bin")}) {
+  const auto inputs = protect_inputs(o);
+  for (const auto& [out, how] : {std::pair{data, ""}, {dir.file("link.bin"), " (it is a symlink to it)"},
+                                 {dir.file("hard.bin"), " (a hard link to it)"}}) {
     o.metrics = out;
     const std::string m = error_message([&] { check_outputs(o); });
-    EXPECT_TRUE(has(m, "--metrics '" + out + "' is the same file as --data '" + data + "'")) << m;
+    EXPECT_TRUE(has(m, "--metrics '" + out + "' is --data '" + data + "'" + how + ", which this command reads")) << m;
   }
   o.metrics.clear();
   o.save_safetensors = cfg;
   std::string m = error_message([&] { check_outputs(o); });
-  EXPECT_TRUE(has(m, "--save-safetensors '" + cfg + "' is the same file as --config")) << m;
+  EXPECT_TRUE(has(m, "--save-safetensors '" + cfg + "' is --config '" + cfg + "'")) << m;
   o.save_safetensors = o.metrics = dir.file("both");
   m = error_message([&] { check_outputs(o); });
   EXPECT_TRUE(has(m, "--save-safetensors and --metrics name the same file")) << m;
@@ -94,7 +96,7 @@ TEST(OutputChecks, TrainingWithMetricsOverItsDataFileStopsBeforeStep1AndKeepsThe
   auto comm = make_self_comm();
   int lines = 0;
   const std::string m = error_message([&] { train(o, *comm, [&](const std::string&) { ++lines; }); });
-  EXPECT_TRUE(has(m, "is the same file as --data")) << m;
+  EXPECT_TRUE(has(m, "is --data '" + data + "', which this command reads")) << m;
   EXPECT_EQ(lines, 0);  // nothing was printed: it stopped before the plan
   EXPECT_EQ(std::filesystem::file_size(data), size);
   EXPECT_EQ(read_token_file(data).size(), 5000u);

@@ -1,0 +1,113 @@
+// The registry of protected inputs (a process-wide list under a mutex) and the output check.
+#include "model/protected_inputs.h"
+
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <mutex>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+
+namespace tz {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Entry {
+  std::uint64_t id;
+  std::string given, what, writer;
+  fs::path canonical;  // absolute, symlinks resolved as far as the path exists
+  bool exists = false, folder = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+
+std::mutex g_mutex;
+std::vector<Entry> g_inputs;
+std::uint64_t g_next_id = 1;
+
+fs::path canonical_of(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  return ec ? fs::absolute(path) : p;
+}
+
+bool same_node(const struct stat& st, const Entry& e) { return e.exists && st.st_dev == e.dev && st.st_ino == e.ino; }
+
+const char* kind_of(mode_t m) {
+  return S_ISDIR(m) ? "a folder" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
+         : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : S_ISREG(m) ? "a file" : "not a regular file";
+}
+
+// `path` is `e` itself, or lies inside it: by resolved name, or through a folder on the way up that is
+// the same node as `e` (a bind mount, a second hard-linked name).
+bool inside(const fs::path& out, const Entry& e) {
+  if (!e.folder && e.exists) return false;
+  const std::string a = out.string(), b = e.canonical.string();
+  if (a.size() > b.size() && a.compare(0, b.size(), b) == 0 && (b.back() == '/' || a[b.size()] == '/')) return true;
+  if (!e.exists) return false;
+  for (fs::path p = out.parent_path();; p = p.parent_path()) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0 && same_node(st, e)) return true;
+    if (p == p.root_path() || p.empty()) return false;
+  }
+}
+
+}  // namespace
+
+ProtectedInput::ProtectedInput(const std::string& path, std::string what, std::string writer) {
+  if (path.empty()) return;
+  Entry e{0, path, std::move(what), std::move(writer), canonical_of(path)};
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) e.exists = true, e.folder = S_ISDIR(st.st_mode), e.dev = st.st_dev, e.ino = st.st_ino;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  e.id = id_ = g_next_id++;
+  g_inputs.push_back(std::move(e));
+}
+
+ProtectedInput::~ProtectedInput() {
+  if (!id_) return;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  std::erase_if(g_inputs, [&](const Entry& e) { return e.id == id_; });
+}
+
+ProtectedInput::ProtectedInput(ProtectedInput&& o) noexcept : id_(std::exchange(o.id_, 0)) {}
+
+ProtectedInput& ProtectedInput::operator=(ProtectedInput&& o) noexcept {
+  if (this != &o) {
+    ProtectedInput gone(std::move(*this));
+    id_ = std::exchange(o.id_, 0);
+  }
+  return *this;
+}
+
+void check_output_target(const std::string& path, const std::string& what, OutputKind kind) {
+  TZ_CHECK(!path.empty(), what, ": an empty path; give the path of a file to write");
+  struct stat lst {}, st {};
+  const bool present = ::lstat(path.c_str(), &lst) == 0;
+  const bool link = present && S_ISLNK(lst.st_mode);
+  const bool resolves = present && ::stat(path.c_str(), &st) == 0;  // false for a dangling symlink
+  if (resolves && kind == OutputKind::folder)
+    TZ_CHECK(S_ISDIR(st.st_mode), what, " '", path, "' exists and is not a folder (it is ", kind_of(st.st_mode),
+             "); give a folder to write into");
+  else if (resolves)
+    TZ_CHECK(S_ISREG(st.st_mode), what, " '", path, "' exists and is ", kind_of(st.st_mode),
+             link ? " (through a symlink)" : "", ", not a regular file: writing it would replace it; give the path "
+             "of a file to write");
+  const fs::path out = canonical_of(path);
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (const Entry& e : g_inputs) {
+    const bool same = out == e.canonical || (resolves && same_node(st, e));
+    if (same && e.writer == what && !link) continue;  // the one writer that replaces this input
+    const char* how = !same ? "" : link ? " (it is a symlink to it)"
+                      : resolves && st.st_nlink > 1 && out != e.canonical ? " (a hard link to it)" : "";
+    TZ_CHECK(!same, what, " '", path, "' is ", e.what, " '", e.given, "'", how,
+             ", which this command reads: writing it would destroy the input; choose another path");
+    TZ_CHECK(!inside(out, e), what, " '", path, "' is inside ", e.what, " '", e.given,
+             "', which this command reads: writing there would change the input; choose a path outside it");
+  }
+}
+
+}  // namespace tz
