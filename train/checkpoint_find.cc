@@ -92,19 +92,24 @@ std::string latest_checkpoint(const std::string& save_dir, std::string* note) {
     const std::string dir = save_dir + "/" + name;
     if (fs::exists(fs::symlink_status(dir, ec))) {
       const std::string damage = checkpoint_damage(dir);
-      if (!damage.empty()) refuse_damaged_checkpoint("checkpoint " + dir + " (the one " + pointer + " names)", damage, save_dir, dir);
+      if (!damage.empty())
+        refuse_damaged_checkpoint("checkpoint " + dir + " (the one " + pointer + " names)", damage, save_dir,
+                                  dir);
       return dir;
     }
     // A pointer to a folder that is not there (removed by hand, or a copy without it): the newest
     // checkpoint present is as far as the run got in this folder.
-    if (note) *note = "the pointer " + pointer + " names '" + name + "', which does not exist; using the newest checkpoint";
+    if (note)
+      *note = "the pointer " + pointer + " names '" + name +
+              "', which does not exist; using the newest checkpoint";
   }
   const std::vector<std::string> steps = step_entries(save_dir);
   if (steps.empty()) return "";
   const std::string newest = save_dir + "/" + steps.front();
   const std::string damage = checkpoint_damage(newest);
   if (!damage.empty())
-    refuse_damaged_checkpoint("checkpoint " + newest + " (the newest in " + save_dir + ")", damage, save_dir, newest);
+    refuse_damaged_checkpoint("checkpoint " + newest + " (the newest in " + save_dir + ")", damage, save_dir,
+                              newest);
   return newest;
 }
 

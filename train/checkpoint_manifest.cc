@@ -188,7 +188,8 @@ CheckpointManifest manifest_from_json(const json& j, const std::string& src) {
   m.data_batch = d.u64("batch");
   m.global_batch_tokens = d.u64("global_batch_tokens");
   // A resume maps the position through batch x tokens (resume_position): that product must fit.
-  TZ_CHECK(m.global_batch_tokens >= 1 && m.data_batch <= std::numeric_limits<std::uint64_t>::max() / m.global_batch_tokens,
+  TZ_CHECK(m.global_batch_tokens >= 1 &&
+               m.data_batch <= std::numeric_limits<std::uint64_t>::max() / m.global_batch_tokens,
            src, ": 'data.batch' ", m.data_batch, " x 'data.global_batch_tokens' ", m.global_batch_tokens,
            " is not a token count from 1 to 2^64 - 1", kDamaged);
   m.data_identity = d.str("identity");
@@ -221,8 +222,8 @@ CheckpointManifest manifest_from_json(const json& j, const std::string& src) {
     m.groups.push_back({gf.str("name"), gf.u64("count")});
   }
   const json& files = f.array("files");
-  TZ_CHECK(files.size() == std::size_t(m.world), src, ": 'files' lists ", files.size(), " data files, but 'writer.world' ",
-           m.world, " ranks each wrote one", kDamaged);
+  TZ_CHECK(files.size() == std::size_t(m.world), src, ": 'files' lists ", files.size(),
+           " data files, but 'writer.world' ", m.world, " ranks each wrote one", kDamaged);
   for (std::size_t i = 0; i < files.size(); ++i) {
     const std::string at = "files[" + std::to_string(i) + "]";
     Fields ff(files[i], src, at);

@@ -17,7 +17,8 @@ constexpr const char* kDamaged = "; the checkpoint is damaged: resume from anoth
 
 bool plain_name(const std::string& s) {
   return !s.empty() && s.size() <= 255 && s[0] != '.' && s != "manifest.json" &&
-         s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") == std::string::npos;
+         s.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.-") ==
+             std::string::npos;
 }
 
 // One section as it covers its group: elements [begin, begin + count), and where the manifest lists it.
@@ -34,7 +35,8 @@ class LayoutCheck {
   LayoutCheck(const CheckpointManifest& m, const std::string& src) : m_(m), src_(src) {}
 
   void run() {
-    TZ_CHECK(!m_.groups.empty(), src_, ": 'groups' is empty: the manifest lists no parameter groups", kDamaged);
+    TZ_CHECK(!m_.groups.empty(), src_, ": 'groups' is empty: the manifest lists no parameter groups",
+             kDamaged);
     const std::uint64_t file_bytes = names_and_bytes();
     group_sizes(file_bytes);
     std::vector<std::vector<Cover>> cover(m_.groups.size());
@@ -57,8 +59,9 @@ class LayoutCheck {
                "' is not a plain file name inside the checkpoint folder (letters, digits, '_', '.' and '-', "
                "not starting with '.', not manifest.json)",
                kDamaged);
-      TZ_CHECK(f.bytes <= std::numeric_limits<std::uint64_t>::max() - total, src_, ": files[", i, "] (", f.name,
-               ").bytes ", f.bytes, " makes the files' sizes add up to more than 2^64 bytes", kDamaged);
+      TZ_CHECK(f.bytes <= std::numeric_limits<std::uint64_t>::max() - total, src_, ": files[", i, "] (",
+               f.name, ").bytes ", f.bytes, " makes the files' sizes add up to more than 2^64 bytes",
+               kDamaged);
       total += f.bytes;
       names.emplace_back(f.name, i);
     }
@@ -96,11 +99,11 @@ class LayoutCheck {
                s.group, " is not one of the ", m_.groups.size(), " groups", kDamaged);
       const CheckpointGroup& g = m_.groups[std::size_t(s.group)];
       TZ_CHECK(s.count > 0, src_, ": ", section(i, k), ".count is 0", kDamaged);
-      TZ_CHECK(s.begin <= g.count && s.count <= g.count - s.begin, src_, ": ", section(i, k), " elements [", s.begin,
-               ", +", s.count, ") run past group ", g.name, " of ", g.count, " elements", kDamaged);
+      TZ_CHECK(s.begin <= g.count && s.count <= g.count - s.begin, src_, ": ", section(i, k), " elements [",
+               s.begin, ", +", s.count, ") run past group ", g.name, " of ", g.count, " elements", kDamaged);
       const std::uint64_t size = s.count * kBytesPerElement;  // s.count <= g.count <= kMaxElements
-      TZ_CHECK(s.offset <= f.bytes && size <= f.bytes - s.offset, src_, ": ", section(i, k), " bytes [", s.offset,
-               ", +", size, ") run past the end of the file's ", f.bytes, " bytes", kDamaged);
+      TZ_CHECK(s.offset <= f.bytes && size <= f.bytes - s.offset, src_, ": ", section(i, k), " bytes [",
+               s.offset, ", +", size, ") run past the end of the file's ", f.bytes, " bytes", kDamaged);
       by_offset.emplace_back(s.offset, k);
       cover[std::size_t(s.group)].push_back({s.begin, s.count, i, k});
     }
@@ -128,12 +131,12 @@ class LayoutCheck {
       TZ_CHECK(c[k].begin <= at, src_, ": group ", grp.name, " elements [", at, ", ", c[k].begin,
                ") are in no file", kDamaged);
       TZ_CHECK(c[k].begin == at, src_, ": group ", grp.name, " elements [", c[k].begin, ", ",
-               std::min(at, c[k].begin + c[k].count), ") are in two sections, ", section(c[k - 1].file, c[k - 1].section),
-               " and ", section(c[k].file, c[k].section), kDamaged);
+               std::min(at, c[k].begin + c[k].count), ") are in two sections, ",
+               section(c[k - 1].file, c[k - 1].section), " and ", section(c[k].file, c[k].section), kDamaged);
       at = c[k].begin + c[k].count;
     }
-    TZ_CHECK(at == grp.count, src_, ": group ", grp.name, " elements [", at, ", ", grp.count, ") are in no file",
-             kDamaged);
+    TZ_CHECK(at == grp.count, src_, ": group ", grp.name, " elements [", at, ", ", grp.count,
+             ") are in no file", kDamaged);
   }
 
   const CheckpointManifest& m_;

@@ -78,7 +78,8 @@ class LatestCheckpoint : public ::testing::Test {
       const std::string got = latest_checkpoint(dir);
       ADD_FAILURE() << "chose " << got;
     } catch (const Error& e) {
-      for (const auto& p : parts) EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << p << " in " << e.what();
+      for (const auto& p : parts)
+        EXPECT_NE(std::string(e.what()).find(p), std::string::npos) << p << " in " << e.what();
     }
     EXPECT_EQ(snapshot(dir), before) << "the checkpoints were changed";
   }
@@ -99,20 +100,23 @@ TEST_F(LatestCheckpoint, APointerToAFolderThatDoesNotExistFallsBackToTheNewestWi
   point(dir, "step-00000099\n");
   std::string note;
   EXPECT_EQ(latest_checkpoint(dir, &note), step2);
-  EXPECT_NE(note.find("names 'step-00000099', which does not exist; using the newest checkpoint"), std::string::npos)
+  EXPECT_NE(note.find("names 'step-00000099', which does not exist; using the newest checkpoint"),
+            std::string::npos)
       << note;
 }
 
 TEST_F(LatestCheckpoint, ATruncatedDataFileIsRefusedNamingTheNewestIntactOne) {
   fs::resize_file(step2 + "/rank-00000.bin", 4096);
-  expect_refused({"checkpoint " + step2 + " (the one " + dir + "/latest names) is damaged, and nothing was deleted",
-                  "the newest intact checkpoint is " + step1 + ": resume it with --resume " + step1,
-                  "rank-00000.bin' is 4096 bytes but the manifest says"});
+  expect_refused(
+      {"checkpoint " + step2 + " (the one " + dir + "/latest names) is damaged, and nothing was deleted",
+       "the newest intact checkpoint is " + step1 + ": resume it with --resume " + step1,
+       "rank-00000.bin' is 4096 bytes but the manifest says"});
 }
 
 TEST_F(LatestCheckpoint, AMissingDataFileIsRefusedNamingTheNewestIntactOne) {
   fs::remove(step2 + "/rank-00000.bin");
-  expect_refused({"checkpoint " + step2, "resume it with --resume " + step1, "cannot open checkpoint data file"});
+  expect_refused(
+      {"checkpoint " + step2, "resume it with --resume " + step1, "cannot open checkpoint data file"});
 }
 
 TEST_F(LatestCheckpoint, AManifestThatFailsValidationIsRefusedNamingTheNewestIntactOne) {
@@ -144,7 +148,8 @@ TEST_F(LatestCheckpoint, APointerOverFourKibIsRefused) {
 TEST_F(LatestCheckpoint, APointerThatNamesNoStepFolderIsRefused) {
   for (const std::string text : {"", "../step-00000002\n", "step-2\n", "/etc\n"}) {
     point(dir, text);
-    expect_refused({"the checkpoint pointer " + dir + "/latest is damaged", "which is not a step-NNNNNNNN folder name"});
+    expect_refused(
+        {"the checkpoint pointer " + dir + "/latest is damaged", "which is not a step-NNNNNNNN folder name"});
   }
 }
 
@@ -158,7 +163,8 @@ TEST_F(LatestCheckpoint, APointerThatIsAFifoIsRefusedWithoutBlocking) {
 TEST_F(LatestCheckpoint, APointerThatIsASymlinkToADeviceIsRefused) {
   fs::remove(dir + "/latest");
   fs::create_symlink("/dev/zero", dir + "/latest");
-  expect_refused({"the checkpoint pointer " + dir + "/latest is damaged", "is not a regular file (a character device)"});
+  expect_refused(
+      {"the checkpoint pointer " + dir + "/latest is damaged", "is not a regular file (a character device)"});
   fs::remove(dir + "/latest");
   fs::create_symlink(dir + "/nowhere", dir + "/latest");  // dangling
   expect_refused({"the checkpoint pointer " + dir + "/latest is damaged", "cannot open checkpoint pointer"});

@@ -83,7 +83,8 @@ TEST(CheckpointManifest, AManifestAsTheWriterMakesItIsAcceptedUnchanged) {
 TEST(CheckpointManifest, OverlappingSectionsOfAFileAreRefused) {
   json j = good();  // section 1 starts inside section 0 (the reported hole: both read the same bytes)
   section(j, 0, 1)["offset"] = section(j, 0, 0)["offset"].get<std::uint64_t>() + 12;
-  expect_refused(j, {"files[0] (rank-00000.bin).sections[1] bytes [12, ", ") overlap those of files[0] (rank-00000.bin).sections[0]"});
+  expect_refused(j, {"files[0] (rank-00000.bin).sections[1] bytes [12, ",
+                     ") overlap those of files[0] (rank-00000.bin).sections[0]"});
   json same = good();  // two groups' sections at the same offset
   section(same, 1, 2)["offset"] = 0;
   expect_refused(same, {"files[1] (rank-00001.bin).sections[", "overlap those of"});
@@ -97,7 +98,8 @@ TEST(CheckpointManifest, ASectionPastTheEndOfItsFileIsRefused) {
                      "run past the end of the file's " + std::to_string(bytes) + " bytes"});
   json far = good();  // an offset whose end would wrap around 2^64
   section(far, 0, 0)["offset"] = std::uint64_t(-8);
-  expect_refused(far, {"files[0] (rank-00000.bin).sections[0] bytes [18446744073709551608", "run past the end"});
+  expect_refused(far,
+                 {"files[0] (rank-00000.bin).sections[0] bytes [18446744073709551608", "run past the end"});
 }
 
 TEST(CheckpointManifest, BytesOfAFileThatNoSectionHoldsAreRefused) {
@@ -122,7 +124,7 @@ TEST(CheckpointManifest, AGapInAGroupIsRefused) {
   secs.push_back({{"group", 3}, {"begin", 0}, {"count", 4}, {"offset", 0}});
   relayout(j, 1);
   expect_refused(j, {"group embedding elements [" + std::to_string(half) + ", " + std::to_string(half + 4) +
-                         ") are in no file"});
+                     ") are in no file"});
   json fewer = good();  // a section dropped with its bytes: the files are too small for the groups
   fewer["files"][1]["sections"].erase(3);
   relayout(fewer, 1);
@@ -137,20 +139,25 @@ TEST(CheckpointManifest, AGroupCoveredTwiceByTwoFilesIsRefused) {
   j["writer"]["world"] = 3;
   const std::uint64_t n = j["groups"][0]["count"];
   expect_refused(j, {"group embedding elements [" + std::to_string(n / 2) + ", " + std::to_string(n) +
-                         ") are in two sections, files[1] (rank-00001.bin).sections[0] and files[2] (rank-00002.bin).sections[0]"});
+                     ") are in two sections, files[1] (rank-00001.bin).sections[0] and files[2] "
+                     "(rank-00002.bin).sections[0]"});
 }
 
 TEST(CheckpointManifest, CountsThatCannotFitTheFilesOrOverflowAreRefusedBeforeTheSections) {
   json j = good();
   j["groups"][0]["count"] = std::uint64_t(1) << 62;  // 12 x 2^62 does not fit 64 bits
-  expect_refused(j, {"groups[0] (embedding).count 4611686018427387904 is more elements than 2^64 bytes hold"});
+  expect_refused(j,
+                 {"groups[0] (embedding).count 4611686018427387904 is more elements than 2^64 bytes hold"});
   json big = good();
   big["groups"][1]["count"] = std::uint64_t(1) << 60;  // fits 64 bits, not the files
-  expect_refused(big, {"groups[1] (block.0).count 1152921504606846976: the groups up to it need more than the",
-                       "bytes all the data files hold"});
+  expect_refused(big,
+                 {"groups[1] (block.0).count 1152921504606846976: the groups up to it need more than the",
+                  "bytes all the data files hold"});
   json sec = good();
   section(sec, 0, 0)["count"] = std::uint64_t(1) << 62;
-  expect_refused(sec, {"files[0] (rank-00000.bin).sections[0] elements [0, +4611686018427387904) run past group embedding"});
+  expect_refused(
+      sec,
+      {"files[0] (rank-00000.bin).sections[0] elements [0, +4611686018427387904) run past group embedding"});
   json sum = good();  // two files whose sizes add up past 2^64
   sum["files"][0]["bytes"] = std::uint64_t(-1);
   expect_refused(sum, {"files[1] (rank-00001.bin).bytes", "add up to more than 2^64 bytes"});
@@ -189,8 +196,8 @@ TEST(CheckpointManifest, NegativeFractionalAndHugeNumbersAreRefusedNeverRounded)
 }
 
 TEST(CheckpointManifest, FileNamesOutsideTheFolderOrGivenTwiceAreRefused) {
-  for (const std::string name : {"../rank-00000.bin", "..", ".", "sub/rank-00000.bin", "/etc/passwd", ".hidden",
-                                 "manifest.json", "", "rank\\00000.bin", "rank 0.bin"}) {
+  for (const std::string name : {"../rank-00000.bin", "..", ".", "sub/rank-00000.bin", "/etc/passwd",
+                                 ".hidden", "manifest.json", "", "rank\\00000.bin", "rank 0.bin"}) {
     json j = good();
     j["files"][0]["name"] = name;
     expect_refused(j, {"files[0].name '" + name + "' is not a plain file name inside the checkpoint folder"});
@@ -245,7 +252,8 @@ TEST(CheckpointManifest, AManifestOverItsSizeLimitIsRefusedBeforeParsing) {
     read_manifest(d.path());
     ADD_FAILURE() << "accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("is 67108865 bytes, more than the 67108864 it may have"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("is 67108865 bytes, more than the 67108864 it may have"),
+              std::string::npos)
         << e.what();
   }
   text.resize(kMaxManifestBytes);
