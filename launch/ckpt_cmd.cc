@@ -17,7 +17,7 @@ namespace {
 const char* kUsage =
     "usage: tierzero ckpt inspect PATH              summary of a checkpoint, every checksum verified\n"
     "       tierzero ckpt export PATH --to FILE     its weights as Hugging Face GPT-2 safetensors\n"
-    "PATH: a checkpoint folder (step-NNNNNNNN) or a --save-dir folder (its newest complete checkpoint)\n";
+    "PATH: a checkpoint folder (step-NNNNNNNN) or a --save-dir folder (the checkpoint --resume latest takes)\n";
 
 // Parses `args` with PATH as the one positional argument; false when --help was given (printed).
 bool parse_with_path(const std::vector<std::string>& args, const po::options_description& desc, po::variables_map& vm) {

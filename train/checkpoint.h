@@ -30,9 +30,12 @@ using PhaseHook = std::function<void(const std::string& phase)>;
 std::string save_checkpoint(const TrainOptions& opt, Engine& engine, Communicator& comm, const CheckpointProgress& p,
                             const PhaseHook& phase = nullptr);
 
-// The newest complete checkpoint under save_dir: the `latest` pointer when it names one, else the
-// highest step-NNNNNNNN folder with a readable manifest ("" when there is none). `note` explains a
-// fallback from a missing or stale pointer.
+// The checkpoint to continue from in save_dir (checkpoint_find.h says what intact means): the folder
+// the `latest` pointer names, else (no pointer, or one naming a folder that does not exist) the highest
+// step-NNNNNNNN folder; "" when there is none. Throws, naming the newest intact checkpoint to resume
+// instead, when that folder is damaged or the pointer itself is (over kMaxPointerBytes, not a regular
+// file, not a folder name): it never falls back to an older checkpoint. `note` explains a fallback from
+// a pointer to a missing folder.
 std::string latest_checkpoint(const std::string& save_dir, std::string* note = nullptr);
 
 // The checkpoint --resume names, decided by rank 0 and the same on every rank ("" with `latest` and no

@@ -19,7 +19,7 @@ std::string checkpoint_folder(const std::string& path) {
   TZ_CHECK(std::filesystem::is_directory(path, ec), "'", path, "' is not a checkpoint folder (no such folder)");
   std::string note;
   const std::string dir = latest_checkpoint(path, &note);
-  TZ_CHECK(!dir.empty(), "'", path, "' is neither a checkpoint (no manifest.json) nor a folder holding a complete one");
+  TZ_CHECK(!dir.empty(), "'", path, "' is neither a checkpoint (no manifest.json) nor a folder holding a checkpoint");
   return dir;
 }
 

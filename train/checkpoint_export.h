@@ -17,7 +17,7 @@ std::string inspect_checkpoint(const std::string& dir);
 // file's checksum is verified first. Returns the checkpoint folder it read.
 std::string export_checkpoint(const std::string& dir, const std::string& out, DType dtype);
 
-// A step folder itself, or the newest complete checkpoint in a --save-dir folder.
+// A step folder itself, or the checkpoint latest_checkpoint chooses in a --save-dir folder.
 std::string checkpoint_folder(const std::string& path);
 
 }  // namespace tz

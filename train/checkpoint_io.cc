@@ -32,10 +32,11 @@ const InputFile& CheckpointReader::file(std::size_t i) const {
 }
 
 void CheckpointReader::read(int g, StateArray a, std::uint64_t begin, std::uint64_t n, float* out) const {
-  TZ_CHECK(std::size_t(g) < pieces_.size() && begin + n <= m_.groups[g].count, "checkpoint read of group ", g,
-           " elements [", begin, ", ", begin + n, ") is out of range");
+  TZ_CHECK(g >= 0 && std::size_t(g) < pieces_.size() && begin <= m_.groups[g].count && n <= m_.groups[g].count - begin,
+           "checkpoint read of group ", g, " elements [", begin, ", +", n, ") is out of range");
   const auto& ps = pieces_[g];
-  // The last piece starting at or before `begin`; the manifest guarantees the pieces tile the group.
+  // The last piece starting at or before `begin`; the manifest's validation (validate_manifest_layout)
+  // guarantees the pieces tile the group and lie inside their files.
   auto it = std::upper_bound(ps.begin(), ps.end(), begin, [](std::uint64_t x, const Piece& p) { return x < p.begin; });
   for (--it; n > 0; ++it) {
     const std::uint64_t skip = begin - it->begin, take = std::min(n, it->count - skip);

@@ -4,56 +4,75 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 #include "core/error.h"
 #include "model/file_io.h"
+#include "model/param_layout.h"
+#include "train/checkpoint_validate.h"
 
 namespace tz {
 namespace {
 
 using json = nlohmann::json;
 
-// Typed access to a required field; a missing or mistyped field names the manifest and the key.
+constexpr const char* kDamaged = "; the checkpoint is damaged: resume from another checkpoint";
+
+// A value as an error shows it: at most 64 characters of its JSON.
+std::string shown(const json& v) {
+  std::string s = v.dump();
+  return s.size() <= 64 ? s : s.substr(0, 61) + "...";
+}
+
+// Typed access to a required field; a missing, mistyped or out-of-range field names the manifest and
+// the key (with its place: "files[1].sections[0].count").
 class Fields {
  public:
   Fields(const json& j, std::string source, std::string where) : j_(j), src_(std::move(source)), where_(std::move(where)) {
-    TZ_CHECK(j_.is_object(), src_, ": ", where_.empty() ? "the manifest" : where_,
-             " is not a JSON object; the checkpoint is damaged or not a tierzero checkpoint");
+    TZ_CHECK(j_.is_object(), src_, ": ", where_.empty() ? "the manifest" : "'" + where_ + "'",
+             " is not a JSON object; the checkpoint is damaged or not a tierzero checkpoint: resume from another "
+             "checkpoint");
   }
   const json& at(const char* key) const {
     auto it = j_.find(key);
-    TZ_CHECK(it != j_.end(), src_, ": '", name(key), "' is missing; the checkpoint is damaged or from another version");
+    TZ_CHECK(it != j_.end(), src_, ": '", name(key),
+             "' is missing; the checkpoint is damaged or from another version: resume from another checkpoint");
     return *it;
   }
+  // A whole number in [0, 2^64): JSON's negative, fractional and larger numbers are refused, never rounded.
   std::uint64_t u64(const char* key) const {
     const json& v = at(key);
     TZ_CHECK(v.is_number_unsigned() || (v.is_number_integer() && v.get<long long>() >= 0), src_, ": '", name(key),
-             "' must be a whole number >= 0, got ", v.dump());
+             "' must be a whole number from 0 to 2^64 - 1, got ", shown(v), kDamaged);
     return v.get<std::uint64_t>();
   }
-  int i32(const char* key, int lo = 0) const {
-    std::uint64_t x = u64(key);
-    TZ_CHECK(x <= 0x7fffffff && int(x) >= lo, src_, ": '", name(key), "' is out of range: ", x);
+  int i32(const char* key, int lo = 0, int hi = 0x7fffffff) const {
+    const std::uint64_t x = u64(key);
+    TZ_CHECK(x >= std::uint64_t(lo) && x <= std::uint64_t(hi), src_, ": '", name(key), "' is ", x,
+             ", outside [", lo, ", ", hi, "]", kDamaged);
     return int(x);
   }
-  double real(const char* key) const {
+  // A finite number in [lo, hi].
+  double real(const char* key, double lo, double hi) const {
     const json& v = at(key);
-    TZ_CHECK(v.is_number(), src_, ": '", name(key), "' must be a number, got ", v.dump());
+    TZ_CHECK(v.is_number() && v.get<double>() >= lo && v.get<double>() <= hi, src_, ": '", name(key),
+             "' must be a number in [", lo, ", ", hi, "], got ", shown(v), kDamaged);
     return v.get<double>();
   }
   std::string str(const char* key) const {
     const json& v = at(key);
-    TZ_CHECK(v.is_string(), src_, ": '", name(key), "' must be a string, got ", v.dump());
+    TZ_CHECK(v.is_string() && v.get_ref<const std::string&>().size() <= 4096, src_, ": '", name(key),
+             "' must be a string of at most 4096 bytes, got ", shown(v), kDamaged);
     return v.get<std::string>();
   }
   bool boolean(const char* key) const {
     const json& v = at(key);
-    TZ_CHECK(v.is_boolean(), src_, ": '", name(key), "' must be true or false, got ", v.dump());
+    TZ_CHECK(v.is_boolean(), src_, ": '", name(key), "' must be true or false, got ", shown(v), kDamaged);
     return v.get<bool>();
   }
   const json& array(const char* key) const {
     const json& v = at(key);
-    TZ_CHECK(v.is_array(), src_, ": '", name(key), "' must be an array");
+    TZ_CHECK(v.is_array(), src_, ": '", name(key), "' must be an array, got ", shown(v), kDamaged);
     return v;
   }
   Fields sub(const char* key) const { return Fields(at(key), src_, name(key)); }
@@ -66,8 +85,21 @@ class Fields {
 
 std::uint64_t parse_hex64(const std::string& s, const std::string& what) {
   TZ_CHECK(s.size() == 16 && s.find_first_not_of("0123456789abcdef") == std::string::npos, what,
-           " is not a 16-digit hex checksum: '", s, "'");
+           " is not a 16-digit hex checksum: '", s.substr(0, 64), "'", kDamaged);
   return std::strtoull(s.c_str(), nullptr, 16);
+}
+
+// The groups are the model's layout, name by name and count by count: a reader may then take tensor
+// offsets from the model (as the export does) and trust them inside the groups.
+void model_matches_groups(const CheckpointManifest& m, const std::string& src) {
+  TZ_CHECK(m.groups.size() == std::size_t(m.model.n_layer) + 2, src, ": 'groups' lists ", m.groups.size(),
+           " groups, but a model of 'model.n_layer' ", m.model.n_layer, " has ", std::uint64_t(m.model.n_layer) + 2,
+           kDamaged);
+  const ParamLayout layout = ParamLayout::build(m.model);
+  for (std::size_t g = 0; g < m.groups.size(); ++g)
+    TZ_CHECK(m.groups[g].name == layout.groups[g].name && m.groups[g].count == layout.groups[g].count, src,
+             ": groups[", g, "] is ", m.groups[g].name, " of ", m.groups[g].count, " elements, but the model's is ",
+             layout.groups[g].name, " of ", layout.groups[g].count, kDamaged);
 }
 
 }  // namespace
@@ -137,9 +169,11 @@ json manifest_to_json(const CheckpointManifest& m) {
 
 CheckpointManifest manifest_from_json(const json& j, const std::string& src) {
   Fields f(j, src, "");
-  TZ_CHECK(f.str("format") == kCheckpointFormat, src, ": 'format' is '", f.str("format"), "', not '",
-           kCheckpointFormat, "'");
-  TZ_CHECK(f.i32("version") == kCheckpointVersion, src, ": checkpoint version ", f.i32("version"),
+  const std::string format = f.str("format");
+  TZ_CHECK(format == kCheckpointFormat, src, ": 'format' is '", format.substr(0, 64), "', not '", kCheckpointFormat,
+           "': not a tierzero checkpoint");
+  const int version = f.i32("version");
+  TZ_CHECK(version == kCheckpointVersion, src, ": checkpoint version ", version,
            " is not the version this tierzero reads (", kCheckpointVersion, ")");
   CheckpointManifest m;
   m.step = f.i32("step");
@@ -147,7 +181,7 @@ CheckpointManifest manifest_from_json(const json& j, const std::string& src) {
   m.engine.optimizer_steps = f.i32("optimizer_steps");
   m.engine.computing = f.i32("computing", 1);
   Fields ls = f.sub("loss_scaler");
-  m.engine.scaler.scale = float(ls.real("scale"));
+  m.engine.scaler.scale = float(ls.real("scale", std::numeric_limits<float>::min(), std::numeric_limits<float>::max()));
   m.engine.scaler.hysteresis_left = ls.i32("hysteresis_left");
   m.engine.scaler.clean_steps = ls.i32("clean_steps");
   m.engine.scaler.overflows_at_min = ls.i32("overflows_at_min");
@@ -155,73 +189,66 @@ CheckpointManifest manifest_from_json(const json& j, const std::string& src) {
   m.data_epoch = d.u64("epoch");
   m.data_batch = d.u64("batch");
   m.global_batch_tokens = d.u64("global_batch_tokens");
+  // A resume maps the position through batch x tokens (resume_position): that product must fit.
+  TZ_CHECK(m.global_batch_tokens >= 1 &&
+               m.data_batch <= std::numeric_limits<std::uint64_t>::max() / m.global_batch_tokens,
+           src, ": 'data.batch' ", m.data_batch, " x 'data.global_batch_tokens' ", m.global_batch_tokens,
+           " is not a token count from 1 to 2^64 - 1", kDamaged);
   m.data_identity = d.str("identity");
   m.seed = d.u64("seed");
   m.shuffle = d.boolean("shuffle");
+  // Bounded so that the layout's sizes (ParamLayout::build) cannot overflow; n_layer is bounded by the
+  // groups the manifest lists (one per layer, and two more).
   Fields mo = f.sub("model");
   m.model.n_layer = mo.i32("n_layer", 1);
-  m.model.n_head = mo.i32("n_head", 1);
-  m.model.n_embd = mo.i32("n_embd", 1);
-  m.model.vocab_size = mo.i32("vocab_size", 2);
-  m.model.padded_vocab_size = mo.i32("padded_vocab_size", 2);
-  m.model.max_seq_len = mo.i32("max_seq_len", 1);
-  m.model.validate();
+  m.model.n_head = mo.i32("n_head", 1, 1 << 20);
+  m.model.n_embd = mo.i32("n_embd", 1, 1 << 20);
+  m.model.vocab_size = mo.i32("vocab_size", 2, 1 << 24);
+  m.model.padded_vocab_size = mo.i32("padded_vocab_size", 2, 1 << 24);
+  m.model.max_seq_len = mo.i32("max_seq_len", 1, 1 << 24);
+  try {
+    m.model.validate();
+  } catch (const Error& e) {
+    TZ_FAIL(src, ": 'model' is not a valid GPT-2 shape (", e.what(), ")", kDamaged);
+  }
   m.dtype = f.str("dtype");
   Fields w = f.sub("writer");
   m.world = w.i32("world", 1);
-  m.stage = w.i32("stage");
+  m.stage = w.i32("stage", 0, 3);
   m.offload_optimizer = w.str("offload_optimizer");
   m.offload_param = w.str("offload_param");
   m.schedule = f.at("schedule");
-  for (const json& g : f.array("groups")) {
-    Fields gf(g, src, "groups[]");
+  const json& groups = f.array("groups");
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    Fields gf(groups[g], src, "groups[" + std::to_string(g) + "]");
     m.groups.push_back({gf.str("name"), gf.u64("count")});
   }
-  TZ_CHECK(!m.groups.empty(), src, ": the manifest lists no parameter groups");
-  // Every element of every group in exactly one section: sort the sections per group and walk them.
-  std::vector<std::vector<std::pair<std::uint64_t, std::uint64_t>>> cover(m.groups.size());
-  for (const json& fj : f.array("files")) {
-    Fields ff(fj, src, "files[]");
+  const json& files = f.array("files");
+  TZ_CHECK(files.size() == std::size_t(m.world), src, ": 'files' lists ", files.size(),
+           " data files, but 'writer.world' ", m.world, " ranks each wrote one", kDamaged);
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const std::string at = "files[" + std::to_string(i) + "]";
+    Fields ff(files[i], src, at);
     CheckpointFile file;
     file.name = ff.str("name");
-    TZ_CHECK(!file.name.empty() && file.name.find('/') == std::string::npos && file.name[0] != '.', src,
-             ": file name '", file.name, "' is not a plain name inside the checkpoint folder");
     file.bytes = ff.u64("bytes");
-    file.xxh3 = parse_hex64(ff.str("xxh3"), src + ": " + file.name + "'s xxh3");
-    for (const json& sj : ff.array("sections")) {
-      Fields sf(sj, src, "files[" + file.name + "].sections[]");
-      CheckpointSection s{sf.i32("group"), sf.u64("begin"), sf.u64("count"), sf.u64("offset")};
-      TZ_CHECK(std::size_t(s.group) < m.groups.size(), src, ": ", file.name, " has a section of group ", s.group,
-               ", but there are ", m.groups.size(), " groups");
-      const std::uint64_t count = m.groups[s.group].count;
-      TZ_CHECK(s.count > 0 && s.begin <= count && s.count <= count - s.begin, src, ": ", file.name,
-               " has a section [", s.begin, ", +", s.count, ") outside group ", m.groups[s.group].name, " of ",
-               count, " elements");
-      TZ_CHECK(s.offset <= file.bytes && 3 * 4 * s.count <= file.bytes - s.offset, src, ": ", file.name,
-               " has a section at byte ", s.offset, " running past the file's ", file.bytes, " bytes");
-      cover[s.group].push_back({s.begin, s.count});
-      file.sections.push_back(s);
+    file.xxh3 = parse_hex64(ff.str("xxh3"), src + ": '" + at + ".xxh3'");
+    const json& secs = ff.array("sections");
+    for (std::size_t k = 0; k < secs.size(); ++k) {
+      Fields sf(secs[k], src, at + ".sections[" + std::to_string(k) + "]");
+      file.sections.push_back({sf.i32("group"), sf.u64("begin"), sf.u64("count"), sf.u64("offset")});
     }
     m.files.push_back(std::move(file));
   }
-  for (std::size_t g = 0; g < cover.size(); ++g) {
-    auto& c = cover[g];
-    std::sort(c.begin(), c.end());
-    std::uint64_t at = 0;
-    for (const auto& [b, n] : c) {
-      TZ_CHECK(b == at, src, ": group ", m.groups[g].name, " elements [", std::min(b, at), ", ", std::max(b, at),
-               b > at ? ") are in no file" : ") are in two sections", "; the checkpoint is incomplete or damaged");
-      at = b + n;
-    }
-    TZ_CHECK(at == m.groups[g].count, src, ": group ", m.groups[g].name, " elements [", at, ", ",
-             m.groups[g].count, ") are in no file; the checkpoint is incomplete or damaged");
-  }
+  validate_manifest_layout(m, src);
+  model_matches_groups(m, src);
   return m;
 }
 
 CheckpointManifest read_manifest(const std::string& dir) {
   const std::string path = dir + "/manifest.json";
-  const std::string text = read_small_file(path, "checkpoint manifest", kMaxManifestBytes);
+  const std::string text = read_small_file(path, "checkpoint manifest", kMaxManifestBytes,
+                                           "no tierzero checkpoint has one that large: resume from another checkpoint");
   json j;
   try {
     j = json::parse(text);

@@ -16,7 +16,9 @@ namespace tz {
 
 inline constexpr const char* kCheckpointFormat = "tierzero-checkpoint";
 inline constexpr int kCheckpointVersion = 1;
-inline constexpr std::uint64_t kMaxManifestBytes = std::uint64_t(256) << 20;
+inline constexpr std::uint64_t kMaxManifestBytes = std::uint64_t(64) << 20;
+// The `latest` pointer holds one folder name; anything longer is not one tierzero wrote.
+inline constexpr std::uint64_t kMaxPointerBytes = 4096;
 
 // Elements [begin, begin + count) of one group, stored as three fp32 arrays one after another from
 // byte `offset` of the file: the master, Adam m, Adam v.
@@ -62,8 +64,10 @@ struct CheckpointManifest {
 };
 
 nlohmann::json manifest_to_json(const CheckpointManifest& m);
-// Validates everything a loader relies on (types, ranges, sections inside their files, every group
-// covered exactly once); throws naming `source` and the field.
+// Validates the manifest as a whole before anything in it is trusted: every field's type and range,
+// the layout of files and sections (validate_manifest_layout: names, sizes, no overlap, every group
+// covered exactly once) and the groups against the model's layout; throws naming `source`, the field and
+// what is wrong.
 CheckpointManifest manifest_from_json(const nlohmann::json& j, const std::string& source);
 // Reads <dir>/manifest.json (a regular file, at most kMaxManifestBytes).
 CheckpointManifest read_manifest(const std::string& dir);

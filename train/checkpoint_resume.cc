@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "model/file_io.h"
 #include "train/checkpoint.h"
+#include "train/checkpoint_find.h"
 #include "train/collective_util.h"
 #include "train/rank_agreement.h"
 
@@ -14,15 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-bool complete(const std::string& dir) {
-  try {
-    read_manifest(dir);
-    return true;
-  } catch (const std::exception&) {
-    return false;
-  }
-}
-
 std::string model_text(const GptConfig& m) {
   return std::to_string(m.n_layer) + " layers, " + std::to_string(m.n_head) + " heads, " + std::to_string(m.n_embd) +
          " wide, vocab " + std::to_string(m.vocab_size) + " (padded " + std::to_string(m.padded_vocab_size) + "), " +
@@ -30,32 +22,6 @@ std::string model_text(const GptConfig& m) {
 }
 
 }  // namespace
-
-std::string latest_checkpoint(const std::string& save_dir, std::string* note) {
-  std::error_code ec;
-  if (!fs::is_directory(save_dir, ec)) return "";
-  const std::string pointer = save_dir + "/latest";
-  if (fs::exists(fs::symlink_status(pointer, ec))) {
-    std::string name;
-    try {
-      name = read_small_file(pointer, "checkpoint pointer", 64);
-      while (!name.empty() && (name.back() == '\n' || name.back() == ' ')) name.pop_back();
-    } catch (const std::exception&) {
-      name.clear();  // unreadable, not a file, or too long: fall back to the folders
-    }
-    if (is_checkpoint_name(name) && complete(save_dir + "/" + name)) return save_dir + "/" + name;
-    if (note)
-      *note = "the pointer " + pointer + " names '" + name +
-              "', which is not a complete checkpoint; using the newest complete one";
-  }
-  std::vector<std::string> steps;
-  for (const auto& e : fs::directory_iterator(save_dir, ec))
-    if (is_checkpoint_name(e.path().filename().string()) && e.is_directory()) steps.push_back(e.path().filename().string());
-  std::sort(steps.rbegin(), steps.rend());
-  for (const auto& s : steps)
-    if (complete(save_dir + "/" + s)) return save_dir + "/" + s;
-  return "";
-}
 
 std::string resume_checkpoint(const TrainOptions& opt, Communicator& comm,
                               const std::function<void(const std::string&)>& log) {
@@ -72,7 +38,10 @@ std::string resume_checkpoint(const TrainOptions& opt, Communicator& comm,
       return;
     }
     std::error_code ec;
-    if (fs::exists(opt.resume + "/manifest.json", ec)) {
+    // A step folder is a checkpoint even with its manifest gone: it is then refused as damaged (naming the
+    // newest intact one beside it), not searched for checkpoints inside.
+    if (fs::exists(fs::symlink_status(opt.resume + "/manifest.json", ec)) ||
+        (is_checkpoint_name(fs::path(opt.resume).filename().string()) && fs::is_directory(opt.resume, ec))) {
       chosen = opt.resume;
       return;
     }
@@ -90,7 +59,11 @@ std::unique_ptr<CheckpointReader> open_resume(const std::string& dir, const Trai
                                               const std::function<void(const std::string&)>& log) {
   std::unique_ptr<CheckpointReader> r;
   on_every_rank(comm, "open checkpoint " + dir, [&] {
-    r = std::make_unique<CheckpointReader>(dir);
+    try {
+      r = std::make_unique<CheckpointReader>(dir);
+    } catch (const Error& e) {
+      refuse_damaged_checkpoint(dir, e.what());
+    }
     const CheckpointManifest& m = r->manifest();
     const std::string want = model_text(opt.model), have = model_text(m.model);
     TZ_CHECK(want == have, "checkpoint ", dir, " holds a model of ", have, ", but this run's model is ", want,
@@ -111,7 +84,11 @@ std::unique_ptr<CheckpointReader> open_resume(const std::string& dir, const Trai
   // Each rank verifies every world-th file, so the check costs one read of the checkpoint in all.
   on_every_rank(comm, "verify the checksums of checkpoint " + dir, [&] {
     for (std::size_t f = std::size_t(comm.rank()); f < r->manifest().files.size(); f += std::size_t(comm.size()))
-      r->verify_file(f);
+      try {
+        r->verify_file(f);
+      } catch (const Error& e) {
+        refuse_damaged_checkpoint(dir, e.what());
+      }
   });
   const CheckpointManifest& m = r->manifest();
   if (comm.rank() == 0) {

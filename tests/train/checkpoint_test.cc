@@ -195,16 +195,49 @@ TEST(Checkpoint, ResumeLatestWithNoCheckpointYetStartsFromStepOne) {
   EXPECT_TRUE(fs::exists(d.file("fresh/step-00000003/manifest.json")));
 }
 
-TEST(Checkpoint, AStaleLatestPointerFallsBackToTheNewestCompleteCheckpoint) {
+TEST(Checkpoint, AStaleLatestPointerFallsBackToTheNewestCheckpointButNeverPastADamagedOne) {
   testing::TestDir d;
   TrainOptions o = tiny(4, d.file("ckpt"));
   o.save_every = 2;
   run(o);
-  std::ofstream(d.file("ckpt/latest")) << "step-00000099\n";
-  fs::create_directory(d.file("ckpt/step-00000050"));  // no manifest: an incomplete copy
+  std::ofstream(d.file("ckpt/latest")) << "step-00000099\n";  // a folder that is not there
   std::string note;
   EXPECT_EQ(latest_checkpoint(d.file("ckpt"), &note), d.file("ckpt") + "/step-00000004");
-  EXPECT_NE(note.find("names 'step-00000099', which is not a complete checkpoint"), std::string::npos) << note;
+  EXPECT_NE(note.find("names 'step-00000099', which does not exist"), std::string::npos) << note;
+  fs::create_directory(d.file("ckpt/step-00000050"));  // no manifest: an incomplete copy, the newest
+  try {
+    latest_checkpoint(d.file("ckpt"));
+    ADD_FAILURE() << "a damaged newest checkpoint was passed over";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("resume it with --resume " + d.file("ckpt") + "/step-00000004"),
+              std::string::npos) << e.what();
+  }
+}
+
+// --resume latest with the newest checkpoint failing its checksum: refused naming it and the previous,
+// intact one, with both left as they were.
+TEST(Checkpoint, ResumeLatestFromAChecksumFailureNamesTheNewestIntactCheckpoint) {
+  testing::TestDir d;
+  TrainOptions o = tiny(2, d.file("ckpt"));
+  o.save_every = 1;
+  run(o);
+  const std::string bad = d.file("ckpt/step-00000002"), good = d.file("ckpt/step-00000001");
+  {
+    std::fstream f(bad + "/rank-00000.bin", std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(1000);
+    f.put('\x7f');
+  }
+  const std::string before = bytes_of(bad + "/rank-00000.bin") + bytes_of(good + "/rank-00000.bin");
+  TrainOptions r = tiny(4, d.file("ckpt"));
+  r.resume = "latest";
+  const std::string e = error_of(r);
+  EXPECT_NE(e.find("checkpoint " + bad + " is damaged, and nothing was deleted; the newest intact checkpoint is " +
+                   good + ": resume it with --resume " + good),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("rank-00000.bin' fails its checksum"), std::string::npos) << e;
+  EXPECT_EQ(bytes_of(bad + "/rank-00000.bin") + bytes_of(good + "/rank-00000.bin"), before);
+  EXPECT_EQ(bytes_of(d.file("ckpt/latest")), "step-00000002\n");
 }
 
 class DamagedCheckpoint : public ::testing::Test {
@@ -247,10 +280,14 @@ TEST_F(DamagedCheckpoint, AGarbledManifestIsRefusedAsInvalidJson) {
 TEST_F(DamagedCheckpoint, AManifestWithAHoleInAGroupIsRefused) {
   std::string text = bytes_of(step + "/manifest.json");
   auto j = nlohmann::json::parse(text);
-  j["files"][0]["sections"].erase(1);
+  j["files"][0]["sections"].erase(1);  // its bytes stay in the file: a hole in the group and in the file
   std::ofstream(step + "/manifest.json") << j.dump();
   const std::string e = error_of(resume_from(step));
-  EXPECT_NE(e.find("are in no file; the checkpoint is incomplete or damaged"), std::string::npos) << e;
+  EXPECT_NE(e.find("checkpoint " + step + " is damaged, and nothing was deleted"), std::string::npos) << e;
+  EXPECT_NE(e.find("files[0] (rank-00000.bin) bytes [245760, 845568) belong to no section; the checkpoint is "
+                   "damaged: resume from another checkpoint"),
+            std::string::npos)
+      << e;
 }
 
 TEST_F(DamagedCheckpoint, AFolderWithoutACheckpointIsRefused) {
