@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "model/file_io.h"
+#include "train/data_identity.h"
 
 namespace tz {
 namespace {
@@ -36,20 +36,6 @@ std::string fit(const std::string& v) {
 }
 
 }  // namespace
-
-std::string data_identity(const std::string& path) {
-  if (path.empty()) return "none";
-  if (path == kDefaultData) return "default corpus";
-  InputFile f(path, "token file");
-  const std::uint64_t n = f.size(), head = std::min<std::uint64_t>(n, 1 << 20), tail = std::min<std::uint64_t>(n - head, 1 << 20);
-  std::string bytes(head + tail, '\0');
-  f.read_at(bytes.data(), head, 0);
-  f.read_at(bytes.data() + head, tail, n - tail);
-  char b[64];
-  std::snprintf(b, sizeof b, "%llu bytes, xxh3 %016llx", static_cast<unsigned long long>(n),
-                static_cast<unsigned long long>(XXH3_64bits(bytes.data(), bytes.size())));
-  return b;
-}
 
 std::vector<std::pair<std::string, std::string>> shared_settings(const TrainOptions& o) {
   const ZeroOptions& z = o.zero;

@@ -10,16 +10,13 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "train/data_identity.h"
 #include "train/train_options.h"
 
 namespace tz {
 
 // (flag, value) for every setting the ranks must share, values formatted exactly (floats to 9 digits).
 std::vector<std::pair<std::string, std::string>> shared_settings(const TrainOptions& opt);
-
-// The identity of a token file: its size and the XXH3-64 of its first and last MiB ("default corpus"
-// for the built-in one), the same on every node that holds a copy of the same file.
-std::string data_identity(const std::string& path);
 
 // Collective: every rank calls it. Throws on every rank, naming the first setting that differs, the
 // lowest rank that differs from rank 0 and both values.
