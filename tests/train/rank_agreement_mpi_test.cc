@@ -1,6 +1,7 @@
 // Ranks started with different settings: for each setting that must be shared, the last rank alone
 // changes it, and every rank must stop before training with an error naming the setting and both
-// values (before: heap corruption, MPI_ERR_TRUNCATE, segfaults or silent divergence).
+// values (before: heap corruption, MPI_ERR_TRUNCATE, segfaults or silent divergence, and --resume on one
+// rank only crashed inside Open MPI).
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -50,6 +51,15 @@ TEST(RankAgreement, EverySharedSettingThatDiffersStopsEveryRankNamingItAndBothVa
       {"--offload-optimizer", [](TrainOptions& o) { o.offload.optimizer = Tier::host; }, "device, device, device"},
       {"--reduce-bucket-size", [](TrainOptions& o) { o.zero.reduce_bucket_size = 1000; }, "500000000"},
       {"--shuffle", [](TrainOptions& o) { o.shuffle = true; }, "off"},
+      // The checkpoint options and which outputs are given (paths of the outputs may differ).
+      {"--resume", [](TrainOptions& o) { o.resume = "latest"; }, "not given"},
+      {"--save-dir", [](TrainOptions& o) { o.save_dir = "/nonexistent/ckpt"; }, "not given"},
+      {"--save-every, --keep-last", [](TrainOptions& o) { o.save_every = 5; }, "0, 0"},
+      {"--save-every, --keep-last", [](TrainOptions& o) { o.keep_last = 2; }, "0, 0"},
+      {"which outputs are given", [](TrainOptions& o) { o.save_safetensors = "/nonexistent/m.safetensors"; },
+       "--save-safetensors not given, --metrics not given"},
+      {"which outputs are given", [](TrainOptions& o) { o.metrics = "/nonexistent/m.jsonl"; },
+       "--save-safetensors not given, --metrics not given"},
   };
   for (const Mismatch& c : cases) {
     TrainOptions o = tiny();
@@ -89,6 +99,46 @@ TEST(RankAgreement, DataFilesAreComparedByContent) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--data is 41024 bytes, sampled xxh3 "), std::string::npos) << e.what();
   }
+}
+
+// Output paths may differ per rank: only whether each is given is compared.
+TEST(RankAgreement, OutputPathsMayDifferPerRank) {
+  auto comm = make_mpi_world();
+  if (comm->size() == 1) GTEST_SKIP() << "needs at least 2 ranks";
+  TrainOptions o = tiny();
+  o.save_safetensors = "/nonexistent/model-" + std::to_string(comm->rank()) + ".safetensors";
+  o.metrics = "/nonexistent/metrics-" + std::to_string(comm->rank()) + ".jsonl";
+  EXPECT_NO_THROW(check_ranks_agree(o, *comm));
+}
+
+// Lists of settings of different lengths (ranks running different builds) are refused on every rank before
+// their contents are exchanged, and values longer than a slot are compared in full through their hash.
+TEST(RankAgreement, SettingListsOfDifferentLengthsAndLongValues) {
+  auto comm = make_mpi_world();
+  if (comm->size() == 1) GTEST_SKIP() << "needs at least 2 ranks";
+  const bool last = comm->rank() == comm->size() - 1;
+  std::vector<std::pair<std::string, std::string>> s = {{"a", "1"}, {"b", "2"}};
+  if (last) s.push_back({"c", "3"});
+  try {
+    check_settings_agree(s, *comm);
+    ADD_FAILURE() << "lists of different lengths agreed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("the ranks compare different numbers of settings (2 on rank 0, 3 on rank " +
+                                         std::to_string(comm->size() - 1)),
+              std::string::npos)
+        << e.what();
+  }
+  const std::string long_value(200, 'x');
+  EXPECT_NO_THROW(check_settings_agree({{"long", long_value}}, *comm));
+  std::string other = long_value;
+  if (last) other[150] = 'y';  // past the part of the value that fits a slot
+  try {
+    check_settings_agree({{"long", other}}, *comm);
+    ADD_FAILURE() << "long values that differ past the slot agreed";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("different settings: long is xxxx"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(check_settings_agree({}, *comm));
 }
 
 }  // namespace
