@@ -7,6 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+
+#include <xxhash.h>
 
 #include "comm/device_comm.h"
 #include "core/backend.h"
@@ -18,6 +21,7 @@
 #include "model/gpt_init.h"
 #include "model/safetensors.h"
 #include "train/checkpoint.h"
+#include "train/collective_util.h"
 #include "train/corpus_data.h"
 #include "train/output_checks.h"
 #include "train/rank_agreement.h"
@@ -56,6 +60,25 @@ DeviceOptions device_options(const TrainOptions& opt) {
   return d;
 }
 
+// Loads --init-from on every rank, then the ranks compare the XXH3-64 of every byte each read, before
+// anything uses the values: ranks given different weights stop on every rank, naming --init-from.
+void load_init_from(const TrainOptions& opt, Communicator& comm, const ParamLayout& layout,
+                    std::vector<std::vector<float>>& loaded) {
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> h(XXH3_createState(), &XXH3_freeState);
+  TZ_CHECK(h && XXH3_64bits_reset(h.get()) == XXH_OK, "cannot start a hash of --init-from");
+  std::uint64_t bytes = 0;
+  on_every_rank(comm, "load --init-from " + opt.init_from, [&] {
+    load_gpt_safetensors(opt.init_from, layout, loaded, [&](const void* p, std::size_t n) {
+      XXH3_64bits_update(h.get(), p, n);
+      bytes += n;
+    });
+  });
+  char b[80];
+  std::snprintf(b, sizeof b, "%llu bytes read, xxh3 %016llx", static_cast<unsigned long long>(bytes),
+                static_cast<unsigned long long>(XXH3_64bits_digest(h.get())));
+  check_settings_agree({{"the contents of --init-from", b}}, comm);
+}
+
 // Everything one job allocates, in dependency order: the plan first, then what is allocated from it.
 struct Run {
   // With `ckpt`, the initial values are the checkpoint's master weights.
@@ -91,7 +114,7 @@ struct Run {
     EngineConfig ec{opt.adam, opt.lr, opt.fp16, opt.grad_accum};
     ec.lr.total_steps = opt.steps;
     std::vector<std::vector<float>> loaded;  // --init-from: the file's groups, handed out one by one
-    if (!opt.init_from.empty()) load_gpt_safetensors(opt.init_from, plan.layout, loaded);
+    if (!opt.init_from.empty()) load_init_from(opt, comm, plan.layout, loaded);
     auto init = [&](int g, std::vector<float>& values) {
       if (ckpt) {
         values.resize(plan.layout.groups[g].count);

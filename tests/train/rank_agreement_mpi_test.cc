@@ -4,12 +4,15 @@
 // rank only crashed inside Open MPI).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "comm/communicator.h"
 #include "core/error.h"
+#include "model/gpt_init.h"
+#include "model/safetensors.h"
 #include "model/token_file.h"
 #include "tests/common/test_dir.h"
 #include "train/rank_agreement.h"
@@ -98,6 +101,56 @@ TEST(RankAgreement, DataFilesAreComparedByContent) {
     ADD_FAILURE() << "different data on the last rank was not seen";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--data is 41024 bytes, sampled xxh3 "), std::string::npos) << e.what();
+  }
+}
+
+// --init-from is compared by every byte each rank read, after loading and before the values are used: the
+// same bytes under different names agree and train; one float's lowest bit changed on the last rank stops
+// every rank naming --init-from; a file the last rank cannot load stops every rank too.
+TEST(RankAgreement, InitFromIsComparedByEveryByteRead) {
+  auto comm = make_mpi_world();
+  if (comm->size() == 1) GTEST_SKIP() << "needs at least 2 ranks";
+  const bool last = comm->rank() == comm->size() - 1;
+  testing::TestDir dir;
+  TrainOptions o = tiny();
+  o.steps = 1;
+  const ParamLayout layout = ParamLayout::build(o.model);
+  std::vector<std::vector<float>> groups(layout.groups.size());
+  for (std::size_t g = 0; g < groups.size(); ++g) init_gpt_group(o.model, layout, 7, int(g), groups[g]);
+  auto write = [&](const std::string& path) {
+    std::vector<const float*> p;
+    for (const auto& g : groups) p.push_back(g.data());
+    save_gpt_safetensors(path, layout, p, DType::f32);
+    return path;
+  };
+  o.init_from = write(dir.file("same-" + std::to_string(comm->rank()) + ".safetensors"));
+  EXPECT_NO_THROW(train(o, *comm, [](const std::string&) {}));
+  if (last) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &groups.back()[3], 4);
+    bits ^= 1;
+    std::memcpy(&groups.back()[3], &bits, 4);
+  }
+  o.init_from = write(dir.file("other-" + std::to_string(comm->rank()) + ".safetensors"));
+  try {
+    train(o, *comm, [](const std::string&) {});
+    ADD_FAILURE() << "trained from different --init-from bytes";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("the ranks were started with different settings: the contents of --init-from is "),
+              std::string::npos) << m;
+    EXPECT_NE(m.find(" bytes read, xxh3 "), std::string::npos) << m;
+    EXPECT_NE(m.find("on rank " + std::to_string(comm->size() - 1)), std::string::npos) << m;
+  }
+  if (last) o.init_from = dir.file("missing.safetensors");
+  try {
+    train(o, *comm, [](const std::string&) {});
+    ADD_FAILURE() << "trained with a --init-from the last rank cannot open";
+  } catch (const Error& e) {
+    const std::string m = e.what();
+    EXPECT_NE(last ? m.find("missing.safetensors")
+                   : m.find("rank " + std::to_string(comm->size() - 1) + " failed to load --init-from"),
+              std::string::npos) << m;
   }
 }
 
