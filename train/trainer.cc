@@ -309,8 +309,10 @@ void Loop::step(int s, TrainResult& result) {
   run_.reduce_scalars(0, 2);
   const float loss = float(run_.readback.data()[0] / tokens);
   if (run_.readback.data()[kStopSlot] > 0) stop_requested_ = true;
-  TZ_CHECK(std::isfinite(loss) || opt_.dtype == DType::f16, "the training loss is ", loss, " at step ", s,
-           ": training diverged; lower --lr or raise --warmup");
+  // fp16: an overflowing step is skipped (no update), so its loss may be non-finite; the run's end checks
+  // that something was trained (check_fp16_outcome).
+  TZ_CHECK(std::isfinite(loss) || (opt_.dtype == DType::f16 && st.skipped), "the training loss is ", loss,
+           " at step ", s, ": training diverged; lower --lr or raise --warmup");
   t.step = ms_since(t0);
   report(s, loss, st, t, before, result);
 }
@@ -395,6 +397,25 @@ void Loop::validate(int s, TrainResult& result) {
   result.metrics.push_back(rec);
 }
 
+// An fp16 run whose last loss is not finite diverged, and one whose every step overflowed (and was
+// skipped) trained nothing: either fails before its final checkpoint and model are written, as a
+// diverged fp32 run does (every rank sees the same reduced losses and skips: all throw). A run a signal
+// stopped after skipped steps only is not failed: its checkpoint holds the unchanged, finite weights.
+void check_fp16_outcome(const TrainOptions& opt, const TrainResult& r, int start, int last, bool stopped) {
+  if (opt.dtype != DType::f16 || r.losses.empty()) return;
+  std::string unsaved = opt.save_dir.empty() ? "" : "the final checkpoint";
+  if (!opt.save_safetensors.empty()) unsaved += (unsaved.empty() ? "" : " and ") + opt.save_safetensors;
+  unsaved = unsaved.empty() ? "no model was written"
+                            : unsaved + (opt.save_dir.empty() || opt.save_safetensors.empty() ? " was" : " were") +
+                                  " not written";
+  TZ_CHECK(std::isfinite(r.losses.back()), "the training loss is ", r.losses.back(), " at step ", last,
+           ", the last (fp16): training diverged and ", unsaved, "; lower --lr or raise --warmup, or train in bf16");
+  TZ_CHECK(stopped || r.skipped_steps.size() < r.losses.size(), "every step of this run (", start + 1, " to ", last,
+           ") was skipped: the fp16 gradients overflowed at every loss scale tried (the last ", r.loss_scales.back(),
+           "), so nothing was trained and ", unsaved,
+           "; lower --loss-scale (0: dynamic) or --initial-scale-power and --min-loss-scale, or train in bf16");
+}
+
 void export_model(const TrainOptions& opt, Communicator& comm, Run& run, const LogFn& log, int last) {
   std::vector<std::vector<float>> full;
   for (std::size_t g = 0; g < run.plan.layout.groups.size(); ++g)
@@ -458,6 +479,7 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
     if (opt.val_every > 0 && s % opt.val_every == 0 && s != opt.steps && !loop.stop_requested())
       loop.validate(s, result);
   }
+  check_fp16_outcome(opt, result, start, last, loop.stop_requested());
   // The last step is always saved (a finished run, or one a signal stopped) before validation and export.
   if (!opt.save_dir.empty() && last > saved) save();
   if (loop.stop_requested()) {
