@@ -1,7 +1,8 @@
 // `tierzero doctor`: what this machine offers tierzero, checked rather than assumed: the CPU and its
 // ISA, GPUs, driver, CUDA runtime, cuBLAS and NCCL, peer access, the locked-memory limit, io_uring and
 // O_DIRECT on each --nvme-path, Open MPI's version and CUDA awareness, and the launcher variables
-// seen. It works without a GPU and says so; --json prints the same as one JSON object.
+// seen. It works without a GPU and says so; --json prints the same as one JSON object. The exit status
+// is 1 when a check it was asked to make (an --nvme-path) fails.
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -187,7 +188,20 @@ int doctor_command(const std::vector<std::string>& args) {
     std::printf("%s\n", d.dump(1).c_str());
   else
     print_text(d);
-  return 0;
+  std::fflush(stdout);
+  // A check the command line asked for (each --nvme-path) that fails makes the exit status 1; what is
+  // only reported (no GPU, no Slurm) does not.
+  int failed = 0;
+  for (const auto& n : d["nvme"])
+    if (!n["ok"].get<bool>()) {
+      std::fprintf(stderr, "tierzero doctor: --nvme-path %s failed its check: %s\n", n["path"].get<std::string>().c_str(),
+                   n["problem"].get<std::string>().c_str());
+      ++failed;
+    }
+  if (failed)
+    std::fprintf(stderr, "tierzero doctor: %d of the %zu checks asked for failed (exit 1); fix them or give other paths\n",
+                 failed, d["nvme"].size());
+  return failed ? 1 : 0;
 }
 
 }  // namespace tz

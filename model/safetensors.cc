@@ -235,15 +235,26 @@ void SafetensorsReader::read_raw(const SafetensorsTensor& t, void* dst) const {
   file_.read_at(dst, t.nbytes(), data_start() + t.begin);
 }
 
-void SafetensorsReader::read_f32(const SafetensorsTensor& t, float* dst) const {
+std::string SafetensorsReader::header_bytes() const {
+  std::string b(data_start(), '\0');
+  file_.read_at(b.data(), b.size(), 0);
+  return b;
+}
+
+void SafetensorsReader::read_f32(const SafetensorsTensor& t, float* dst, const SeenBytes& seen) const {
   TZ_CHECK(converts_to_float(t.dtype), "tensor '", t.name, "' in safetensors file '", path(), "' has dtype ",
            safetensors_dtype_name(t.dtype), "; only F32, F16 and BF16 convert to float");
-  if (t.dtype == SafetensorsDType::F32) return read_raw(t, dst);
+  if (t.dtype == SafetensorsDType::F32) {
+    read_raw(t, dst);
+    if (seen) seen(dst, t.nbytes());
+    return;
+  }
   const std::size_t n = t.count();
   std::vector<std::uint16_t> stage(std::min(n, kChunkElems));
   for (std::size_t i = 0; i < n; i += stage.size()) {
     const std::size_t m = std::min(stage.size(), n - i);
     file_.read_at(stage.data(), m * 2, data_start() + t.begin + i * 2);
+    if (seen) seen(stage.data(), m * 2);
     if (t.dtype == SafetensorsDType::BF16)
       for (std::size_t k = 0; k < m; ++k) dst[i + k] = bf16_to_float(bf16{stage[k]});
     else
@@ -372,8 +383,12 @@ GptConfig infer_gpt_config_from_safetensors(const std::string& path, int n_head)
 }
 
 void load_gpt_safetensors(const std::string& path, const ParamLayout& layout,
-                          std::vector<std::vector<float>>& groups) {
+                          std::vector<std::vector<float>>& groups, const SeenBytes& seen) {
   SafetensorsReader r(path);
+  if (seen) {
+    const std::string header = r.header_bytes();
+    seen(header.data(), header.size());
+  }
   auto named = by_stripped_name(r);
   groups.resize(layout.groups.size());
   for (std::size_t g = 0; g < groups.size(); ++g) groups[g].assign(layout.groups[g].count, 0.0f);
@@ -398,7 +413,7 @@ void load_gpt_safetensors(const std::string& path, const ParamLayout& layout,
              shape_str(t->shape), " but the model expects ", shape_str(spec->hf_shape),
              "; check the model size matches the checkpoint");
     float* values = groups[g].data() + spec->offset;
-    r.read_f32(*t, values);
+    r.read_f32(*t, values, seen);
     for (std::size_t i = 0, n = t->count(); i < n; ++i)
       TZ_CHECK(std::isfinite(values[i]), "tensor '", t->name, "' in safetensors file '", path, "' holds ",
                values[i], " at element ", i, ": a model with NaN or Inf weights cannot be trained from");
@@ -427,7 +442,8 @@ void load_gpt_safetensors(const std::string& path, const ParamLayout& layout,
     TZ_CHECK(converts_to_float(lm_head->dtype), "tensor '", lm_head->name, "' in safetensors file '", path,
              "' has dtype ", safetensors_dtype_name(lm_head->dtype),
              "; GPT-2 weights must be F32, F16 or BF16");
-    std::vector<float> head = r.read_f32(*lm_head);
+    std::vector<float> head(lm_head->count());
+    r.read_f32(*lm_head, head.data(), seen);
     const float* emb = groups[layout.embedding_group()].data() + wte->offset;
     for (std::size_t i = 0; i < head.size(); ++i)
       TZ_CHECK(std::memcmp(&head[i], &emb[i], sizeof(float)) == 0, "safetensors file '", path,

@@ -54,6 +54,10 @@ struct SafetensorsTensor {
   std::uint64_t nbytes() const { return end - begin; }
 };
 
+// Called with every run of bytes read from a file, as read (before any conversion): a caller's hash of
+// what it loaded.
+using SeenBytes = std::function<void(const void* bytes, std::size_t n)>;
+
 // Opens a safetensors file and validates its whole header; tensor data is read on demand.
 class SafetensorsReader {
  public:
@@ -69,8 +73,11 @@ class SafetensorsReader {
 
   // Copies the tensor's raw bytes (t.nbytes() of them).
   void read_raw(const SafetensorsTensor& t, void* dst) const;
-  // Converts an F32, F16 or BF16 tensor to float (t.count() values); other dtypes throw.
-  void read_f32(const SafetensorsTensor& t, float* dst) const;
+  // The file's first data_start() bytes (the length field and the JSON header), read again.
+  std::string header_bytes() const;
+  // Converts an F32, F16 or BF16 tensor to float (t.count() values); other dtypes throw. `seen`, if
+  // given, gets the tensor's bytes as they were read.
+  void read_f32(const SafetensorsTensor& t, float* dst, const SeenBytes& seen = {}) const;
   std::vector<float> read_f32(const SafetensorsTensor& t) const;
 
  private:
@@ -111,9 +118,10 @@ GptConfig infer_gpt_config_from_safetensors(const std::string& path, int n_head)
 // Names may carry the "transformer." prefix or not; attn.bias / attn.masked_bias buffers are ignored;
 // lm_head.weight, if present, must equal wte.weight (they are tied). wte has vocab_size rows in the
 // file; rows [vocab, padded_vocab) are zero. Missing, extra or misshapen tensors and dtypes other
-// than F32/F16/BF16 throw.
+// than F32/F16/BF16 throw. `seen`, if given, gets every byte read, in the order read (the header, then
+// each tensor loaded in name order): the ranks of a job compare a hash of it.
 void load_gpt_safetensors(const std::string& path, const ParamLayout& layout,
-                          std::vector<std::vector<float>>& groups);
+                          std::vector<std::vector<float>>& groups, const SeenBytes& seen = {});
 
 // Writes what transformers.GPT2LMHeadModel.from_pretrained loads: "transformer."-prefixed names,
 // Conv1D weights [in, out], wte with vocab_size rows, no lm_head.weight (tied), no attn.bias buffers,

@@ -75,7 +75,8 @@ std::unique_ptr<CheckpointReader> open_resume(const std::string& dir, const Trai
       TZ_CHECK(layout.groups[g].name == m.groups[g].name && layout.groups[g].count == m.groups[g].count, "checkpoint ",
                dir, " group ", g, " is ", m.groups[g].name, " of ", m.groups[g].count, " elements; this model's is ",
                layout.groups[g].name, " of ", layout.groups[g].count);
-    const std::string data = data_identity(opt.data);
+    // A checkpoint written before the sampled identity is compared in its own (first and last MiB) form.
+    const std::string data = data_identity_as_recorded(m.data_identity, opt.data);
     TZ_CHECK(data == m.data_identity, "checkpoint ", dir, " was trained on data (", m.data_identity,
              ") other than --data ", opt.data, " (", data,
              "); a resumed run continues on the same data. To train these weights on new data, export them "

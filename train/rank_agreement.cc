@@ -8,7 +8,7 @@
 #include <cstring>
 
 #include "core/error.h"
-#include "model/file_io.h"
+#include "train/data_identity.h"
 
 namespace tz {
 namespace {
@@ -27,6 +27,8 @@ std::string model_settings(const GptConfig& m) {
          std::to_string(m.max_seq_len) + " positions";
 }
 
+const char* given(const std::string& path) { return path.empty() ? "not given" : "given"; }
+
 // A value that fits the slot, or its start and a hash of the whole.
 std::string fit(const std::string& v) {
   if (v.size() < kSlot) return v;
@@ -36,20 +38,6 @@ std::string fit(const std::string& v) {
 }
 
 }  // namespace
-
-std::string data_identity(const std::string& path) {
-  if (path.empty()) return "none";
-  if (path == kDefaultData) return "default corpus";
-  InputFile f(path, "token file");
-  const std::uint64_t n = f.size(), head = std::min<std::uint64_t>(n, 1 << 20), tail = std::min<std::uint64_t>(n - head, 1 << 20);
-  std::string bytes(head + tail, '\0');
-  f.read_at(bytes.data(), head, 0);
-  f.read_at(bytes.data() + head, tail, n - tail);
-  char b[64];
-  std::snprintf(b, sizeof b, "%llu bytes, xxh3 %016llx", static_cast<unsigned long long>(n),
-                static_cast<unsigned long long>(XXH3_64bits(bytes.data(), bytes.size())));
-  return b;
-}
 
 std::vector<std::pair<std::string, std::string>> shared_settings(const TrainOptions& o) {
   const ZeroOptions& z = o.zero;
@@ -93,19 +81,35 @@ std::vector<std::pair<std::string, std::string>> shared_settings(const TrainOpti
       {"sub_group_size, buffer_count, aio block size",
        std::to_string(f.sub_group_size) + ", " + std::to_string(f.buffer_count) + ", " + std::to_string(f.aio_block_size)},
       {"train_batch_size", std::to_string(o.train_batch_size)},
+      // Every rank takes part in resuming, saving and exporting (collectives and shards in one folder).
+      {"--resume", o.resume.empty() ? "not given" : o.resume},
+      {"--save-dir", o.save_dir.empty() ? "not given" : o.save_dir},
+      {"--save-every, --keep-last", std::to_string(o.save_every) + ", " + std::to_string(o.keep_last)},
+      {"which outputs are given (their paths may differ)",
+       std::string("--save-safetensors ") + given(o.save_safetensors) + ", --metrics " + given(o.metrics)},
   };
 }
 
-void check_ranks_agree(const TrainOptions& opt, Communicator& comm) {
+void check_settings_agree(const std::vector<std::pair<std::string, std::string>>& settings, Communicator& comm) {
   if (comm.size() == 1) return;
-  const auto settings = shared_settings(opt);
-  const std::size_t K = settings.size(), N = std::size_t(comm.size());
+  const std::size_t N = std::size_t(comm.size());
+  // The number of settings first, so that the exchange below has the same size on every rank.
+  double count = double(settings.size());
+  std::vector<double> counts(N);
+  comm.all_gather(&count, counts.data(), 1, DType::f64)->wait();
+  for (std::size_t r = 1; r < N; ++r)
+    TZ_CHECK(counts[r] == counts[0], "the ranks compare different numbers of settings (", counts[0], " on rank 0, ",
+             counts[r], " on rank ", r, "): they run different tierzero builds; start every rank with the same binary");
+  const std::size_t K = settings.size();
+  if (K == 0) return;
   std::vector<char> mine(K * kSlot, '\0'), all(N * K * kSlot, '\0');
   for (std::size_t k = 0; k < K; ++k) {
     const std::string v = fit(settings[k].second);
     std::memcpy(mine.data() + k * kSlot, v.data(), v.size());
   }
   comm.all_gather(mine.data(), all.data(), K * kSlot / 2, DType::u16)->wait();
+  // A slot always ends with a NUL (fit keeps values shorter than kSlot), whatever another rank sent.
+  for (std::size_t i = kSlot - 1; i < all.size(); i += kSlot) all[i] = '\0';
   auto value = [&](std::size_t rank, std::size_t k) { return std::string(all.data() + (rank * K + k) * kSlot); };
   for (std::size_t k = 0; k < K; ++k)
     for (std::size_t r = 1; r < N; ++r)
@@ -113,5 +117,7 @@ void check_ranks_agree(const TrainOptions& opt, Communicator& comm) {
                " is ", value(0, k), " on rank 0 but ", value(r, k), " on rank ", r,
                "; start every rank with the same flags, config and data");
 }
+
+void check_ranks_agree(const TrainOptions& opt, Communicator& comm) { check_settings_agree(shared_settings(opt), comm); }
 
 }  // namespace tz

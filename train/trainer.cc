@@ -7,6 +7,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
+
+#include <xxhash.h>
 
 #include "comm/device_comm.h"
 #include "core/backend.h"
@@ -18,6 +21,7 @@
 #include "model/gpt_init.h"
 #include "model/safetensors.h"
 #include "train/checkpoint.h"
+#include "train/collective_util.h"
 #include "train/corpus_data.h"
 #include "train/output_checks.h"
 #include "train/collective_util.h"
@@ -59,6 +63,25 @@ DeviceOptions device_options(const TrainOptions& opt) {
   return d;
 }
 
+// Loads --init-from on every rank, then the ranks compare the XXH3-64 of every byte each read, before
+// anything uses the values: ranks given different weights stop on every rank, naming --init-from.
+void load_init_from(const TrainOptions& opt, Communicator& comm, const ParamLayout& layout,
+                    std::vector<std::vector<float>>& loaded) {
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> h(XXH3_createState(), &XXH3_freeState);
+  TZ_CHECK(h && XXH3_64bits_reset(h.get()) == XXH_OK, "cannot start a hash of --init-from");
+  std::uint64_t bytes = 0;
+  on_every_rank(comm, "load --init-from " + opt.init_from, [&] {
+    load_gpt_safetensors(opt.init_from, layout, loaded, [&](const void* p, std::size_t n) {
+      XXH3_64bits_update(h.get(), p, n);
+      bytes += n;
+    });
+  });
+  char b[80];
+  std::snprintf(b, sizeof b, "%llu bytes read, xxh3 %016llx", static_cast<unsigned long long>(bytes),
+                static_cast<unsigned long long>(XXH3_64bits_digest(h.get())));
+  check_settings_agree({{"the contents of --init-from", b}}, comm);
+}
+
 // Everything one job allocates, in dependency order: the plan first, then what is allocated from it.
 struct Run {
   // With `ckpt`, the initial values are the checkpoint's master weights.
@@ -94,7 +117,7 @@ struct Run {
     EngineConfig ec{opt.adam, opt.lr, opt.fp16, opt.grad_accum};
     ec.lr.total_steps = opt.steps;
     std::vector<std::vector<float>> loaded;  // --init-from: the file's groups, handed out one by one
-    if (!opt.init_from.empty()) load_gpt_safetensors(opt.init_from, plan.layout, loaded);
+    if (!opt.init_from.empty()) load_init_from(opt, comm, plan.layout, loaded);
     auto init = [&](int g, std::vector<float>& values) {
       if (ckpt) {
         values.resize(plan.layout.groups[g].count);
@@ -302,8 +325,10 @@ void Loop::step(int s, TrainResult& result) {
   run_.reduce_scalars(0, 2);
   const float loss = float(run_.readback.data()[0] / tokens);
   if (run_.readback.data()[kStopSlot] > 0) stop_requested_ = true;
-  TZ_CHECK(std::isfinite(loss) || opt_.dtype == DType::f16, "the training loss is ", loss, " at step ", s,
-           ": training diverged; lower --lr or raise --warmup");
+  // fp16: an overflowing step is skipped (no update), so its loss may be non-finite; the run's end checks
+  // that something was trained (check_fp16_outcome).
+  TZ_CHECK(std::isfinite(loss) || (opt_.dtype == DType::f16 && st.skipped), "the training loss is ", loss,
+           " at step ", s, ": training diverged; lower --lr or raise --warmup");
   t.step = ms_since(t0);
   report(s, loss, st, t, before, result);
 }
@@ -386,6 +411,25 @@ void Loop::validate(int s, TrainResult& result) {
   nlohmann::json rec = {{"step", s}, {"val_loss", result.val_loss}};
   metrics_.write(rec);
   result.metrics.push_back(rec);
+}
+
+// An fp16 run whose last loss is not finite diverged, and one whose every step overflowed (and was
+// skipped) trained nothing: either fails before its final checkpoint and model are written, as a
+// diverged fp32 run does (every rank sees the same reduced losses and skips: all throw). A run a signal
+// stopped after skipped steps only is not failed: its checkpoint holds the unchanged, finite weights.
+void check_fp16_outcome(const TrainOptions& opt, const TrainResult& r, int start, int last, bool stopped) {
+  if (opt.dtype != DType::f16 || r.losses.empty()) return;
+  std::string unsaved = opt.save_dir.empty() ? "" : "the final checkpoint";
+  if (!opt.save_safetensors.empty()) unsaved += (unsaved.empty() ? "" : " and ") + opt.save_safetensors;
+  unsaved = unsaved.empty() ? "no model was written"
+                            : unsaved + (opt.save_dir.empty() || opt.save_safetensors.empty() ? " was" : " were") +
+                                  " not written";
+  TZ_CHECK(std::isfinite(r.losses.back()), "the training loss is ", r.losses.back(), " at step ", last,
+           ", the last (fp16): training diverged and ", unsaved, "; lower --lr or raise --warmup, or train in bf16");
+  TZ_CHECK(stopped || r.skipped_steps.size() < r.losses.size(), "every step of this run (", start + 1, " to ", last,
+           ") was skipped: the fp16 gradients overflowed at every loss scale tried (the last ", r.loss_scales.back(),
+           "), so nothing was trained and ", unsaved,
+           "; lower --loss-scale (0: dynamic) or --initial-scale-power and --min-loss-scale, or train in bf16");
 }
 
 // `checkpoint`: the final step's checkpoint (committed before this is written), or "" without --save-dir.
@@ -486,6 +530,7 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
     if (opt.val_every > 0 && s % opt.val_every == 0 && s != opt.steps && !loop.stop_requested() && !now)
       loop.validate(s, result);
   }
+  check_fp16_outcome(opt, result, start, last, loop.stop_requested() || now);
   // The last step is always saved (a finished run, or one a signal stopped) before validation and export.
   if (!now && !opt.save_dir.empty() && last > saved) now = save();
   if (loop.stop_requested() || now) {
