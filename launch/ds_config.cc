@@ -7,7 +7,6 @@
 #include <cmath>
 #include <initializer_list>
 #include <limits>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -15,6 +14,7 @@
 #include "launch/ds_reader.h"
 #include "launch/ds_scheduler.h"
 #include "model/file_io.h"
+#include "model/json_bounded.h"
 
 namespace tz {
 namespace {
@@ -468,57 +468,6 @@ class Reader {
   DsReader r_;
 };
 
-// Rejects a key repeated within one object while parsing, as DeepSpeed does (nlohmann would keep the
-// last one silently). Tracks the path of the object being read for the message.
-class DuplicateKeyCheck {
- public:
-  explicit DuplicateKeyCheck(std::string path) : path_(std::move(path)) {}
-
-  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-        frames_.push_back({child_path(), {}, false});
-        break;
-      case json::parse_event_t::array_start:
-        frames_.push_back({child_path(), {}, true});
-        break;
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        if (!frames_.empty()) frames_.pop_back();
-        last_key_.clear();
-        break;
-      case json::parse_event_t::key: {
-        std::string key = parsed.get<std::string>();
-        if (!frames_.empty() && !frames_.back().keys.insert(key).second)
-          TZ_FAIL(path_, ": key '", join_key(frames_.back().path, key),
-                  "' is given twice; DeepSpeed refuses repeated "
-                  "keys: keep one");
-        last_key_ = key;
-        break;
-      }
-      case json::parse_event_t::value:
-        break;
-    }
-    return true;
-  }
-
- private:
-  struct Frame {
-    std::string path;
-    std::set<std::string> keys;
-    bool array;
-  };
-  std::string child_path() const {
-    if (frames_.empty()) return "";
-    if (frames_.back().array) return frames_.back().path + "[]";
-    return join_key(frames_.back().path, last_key_);
-  }
-
-  std::string path_;
-  std::vector<Frame> frames_;
-  std::string last_key_;
-};
-
 }  // namespace
 
 void apply_ds_config(const nlohmann::json& doc, const std::string& source, TrainOptions& opt,
@@ -530,20 +479,8 @@ void load_ds_config(const std::string& path, TrainOptions& opt, const FlagGiven&
   // A regular file of bounded size: /dev/zero, a FIFO or a directory are refused before any read.
   const std::string text = read_small_file(path, "DeepSpeed config (--config)", kMaxConfigBytes,
                                            "--config takes a JSON file");
-  json doc;
-  try {
-    doc = json::parse(text, DuplicateKeyCheck(path));
-  } catch (const json::parse_error& e) {
-    // e.what() carries "parse error at line L, column C: ..." after an "[json.exception...]" tag.
-    std::string what = e.what();
-    auto at = what.find("] ");
-    TZ_FAIL(path, " is not valid JSON: ", at == std::string::npos ? what : what.substr(at + 2), " (byte ",
-            e.byte, "); DeepSpeed configs are plain JSON, without comments or trailing commas");
-  } catch (const json::exception& e) {  // e.g. a number beyond a double's range
-    std::string what = e.what();
-    auto at = what.find("] ");
-    TZ_FAIL(path, " is not valid JSON: ", at == std::string::npos ? what : what.substr(at + 2));
-  }
+  const json doc = parse_json_bounded(
+      text, path, "DeepSpeed configs are plain JSON, without comments, trailing commas or repeated keys");
   apply_ds_config(doc, path, opt, flag_given);
 }
 

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "model/file_io.h"
+#include "model/json_bounded.h"
 
 namespace tz {
 namespace {
@@ -222,7 +223,8 @@ CheckpointManifest read_manifest(const std::string& dir) {
   const std::string text = read_small_file(path, "checkpoint manifest", kMaxManifestBytes);
   json j;
   try {
-    j = json::parse(text);
+    j = parse_json_bounded(text, "the checkpoint manifest '" + path + "'",
+                           "the checkpoint is damaged: resume from another one");
   } catch (const json::exception& e) {
     TZ_FAIL("the checkpoint manifest '", path, "' is not valid JSON (", e.what(),
             "); the checkpoint is damaged: resume from another one");
