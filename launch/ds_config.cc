@@ -90,10 +90,14 @@ class Reader {
                     std::to_string(opt.micro_batch) + " x " + std::to_string(opt.grad_accum) + " x the ranks",
                     "micro batch x gradient accumulation x ranks, as Hugging Face computes it");
       } else {
-        // Stored as given: the caller checks it against micro_batch x grad_accum x world, which only it
-        // knows.
+        // Checked against micro_batch x grad_accum x world once the world is known (derive_batch).
         opt.train_batch_size = int(r_.integer(*v, "train_batch_size", 1, kIntMax,
                                               "an integer >= 1 (sequences per optimizer step, all ranks)"));
+        // DeepSpeed derives what neither the file nor a flag gives: 0 marks it for derive_batch.
+        const bool micro = given("micro-batch") || find(doc, "train_micro_batch_size_per_gpu");
+        const bool accum = given("grad-accum") || find(doc, "gradient_accumulation_steps");
+        if (!accum) opt.grad_accum = micro ? 0 : 1;
+        if (!micro) opt.micro_batch = 0;
       }
     }
   }
@@ -193,7 +197,7 @@ class Reader {
       if (DsReader::is_auto(*x)) {
         r_.resolved(p + "lr", show_number(opt.lr.lr), "--lr");
       } else {
-        float lr = r_.real(*x, p + "lr", "a number > 0", [](double d) { return d > 0; });
+        float lr = r_.real(*x, p + "lr", "a number in [0, 10]", [](double d) { return d >= 0 && d <= 10; });
         if (!given("lr")) opt.lr.lr = lr;
         lr_given = x;
       }
@@ -428,10 +432,12 @@ class Reader {
       if (!given(flag)) out = n;
     };
     auto name_of = [&](const char* name, const char* alias) { return find(v, name) ? name : alias; };
-    // A bucket of zero elements could never fill; the stage-3 limits may be 0, as in DeepSpeed.
-    size_key(find(v, "reduce_bucket_size"), "reduce_bucket_size", "reduce-bucket-size", 1,
+    // Every size may be 0, as in DeepSpeed: a bucket of 0 holds one flat group per collective (DeepSpeed
+    // reduces each gradient on its own), a prefetch of 0 prefetches nothing, a persistence threshold of 0
+    // keeps nothing whole (docs/configuration.md lists them).
+    size_key(find(v, "reduce_bucket_size"), "reduce_bucket_size", "reduce-bucket-size", 0,
              z.reduce_bucket_size, h * h, "hidden_size^2");
-    size_key(find(v, "allgather_bucket_size"), "allgather_bucket_size", "allgather-bucket-size", 1,
+    size_key(find(v, "allgather_bucket_size"), "allgather_bucket_size", "allgather-bucket-size", 0,
              z.allgather_bucket_size, 0, "");
     size_key(aliased(v, "stage3_prefetch_bucket_size", "prefetch_bucket_size"),
              name_of("stage3_prefetch_bucket_size", "prefetch_bucket_size"), "prefetch-bucket-size", 0,
@@ -473,6 +479,31 @@ class Reader {
 void apply_ds_config(const nlohmann::json& doc, const std::string& source, TrainOptions& opt,
                      const FlagGiven& flag_given) {
   Reader(source, flag_given).apply(doc, opt);
+}
+
+void derive_batch(TrainOptions& opt, int world, const std::string& source) {
+  if (opt.train_batch_size <= 0) return;
+  const long long tbs = opt.train_batch_size, w = world;
+  auto refuse = [&](const char* what, long long per) {
+    TZ_FAIL(source, ": train_batch_size ", tbs, " is not a multiple of ", what, " = ", per, " at ", world,
+            " rank(s), so DeepSpeed's rule (train_batch_size = train_micro_batch_size_per_gpu x "
+            "gradient_accumulation_steps x ranks) derives no whole ",
+            opt.grad_accum == 0 ? "gradient_accumulation_steps" : "train_micro_batch_size_per_gpu",
+            "; change train_batch_size, or give both (--micro-batch, --grad-accum)");
+  };
+  if (opt.grad_accum == 0) {
+    const long long per = (long long)opt.micro_batch * w;
+    if (tbs % per != 0) refuse("micro batch x ranks", per);
+    opt.grad_accum = int(tbs / per);
+  } else if (opt.micro_batch == 0) {
+    const long long per = (long long)opt.grad_accum * w;
+    if (tbs % per != 0) refuse("gradient accumulation x ranks", per);
+    opt.micro_batch = int(tbs / per);
+  }
+  const long long product = (long long)opt.micro_batch * opt.grad_accum * w;
+  TZ_CHECK(product == tbs, source, ": train_batch_size ", tbs, " must equal train_micro_batch_size_per_gpu (",
+           opt.micro_batch, ") x gradient_accumulation_steps (", opt.grad_accum, ") x ranks (", world, ") = ",
+           product);
 }
 
 void load_ds_config(const std::string& path, TrainOptions& opt, const FlagGiven& flag_given) {
