@@ -189,8 +189,8 @@ void check_numbers(const TrainFlags& f) {
   if (o.micro_batch != 0 || o.train_batch_size == 0)
     check_range(o.micro_batch, 1, kMaxMicroBatch, "micro-batch", " sequences");
   if (o.grad_accum != 0 || o.train_batch_size == 0) check_range(o.grad_accum, 1, kMaxGradAccum, "grad-accum", "");
-  check_range(o.save_every, 0, kIntMax, "save-every", " steps (0: only at the end)");
-  check_range(o.keep_last, 0, kIntMax, "keep-last", " checkpoints (0: keep all)");
+  TZ_CHECK(o.save_every >= 0, "--save-every must be a number of steps >= 0 (0: only at the end), got ", o.save_every);
+  TZ_CHECK(o.keep_last >= 0, "--keep-last must be a number of checkpoints >= 0 (0: keep all), got ", o.keep_last);
   check_range(o.val_every, 0, kIntMax, "val-every", " steps (0: only after the last step)");
   check_range(o.val_batches, 1, kIntMax, "val-batches", " micro-batches");
   check_range(o.log_every, 0, kIntMax, "log-every", " steps (0: none)");
