@@ -7,7 +7,6 @@
 #include <cmath>
 #include <initializer_list>
 #include <limits>
-#include <set>
 #include <string>
 #include <vector>
 
@@ -15,6 +14,7 @@
 #include "launch/ds_reader.h"
 #include "launch/ds_scheduler.h"
 #include "model/file_io.h"
+#include "model/json_bounded.h"
 
 namespace tz {
 namespace {
@@ -90,10 +90,14 @@ class Reader {
                     std::to_string(opt.micro_batch) + " x " + std::to_string(opt.grad_accum) + " x the ranks",
                     "micro batch x gradient accumulation x ranks, as Hugging Face computes it");
       } else {
-        // Stored as given: the caller checks it against micro_batch x grad_accum x world, which only it
-        // knows.
+        // Checked against micro_batch x grad_accum x world once the world is known (derive_batch).
         opt.train_batch_size = int(r_.integer(*v, "train_batch_size", 1, kIntMax,
                                               "an integer >= 1 (sequences per optimizer step, all ranks)"));
+        // DeepSpeed derives what neither the file nor a flag gives: 0 marks it for derive_batch.
+        const bool micro = given("micro-batch") || find(doc, "train_micro_batch_size_per_gpu");
+        const bool accum = given("grad-accum") || find(doc, "gradient_accumulation_steps");
+        if (!accum) opt.grad_accum = micro ? 0 : 1;
+        if (!micro) opt.micro_batch = 0;
       }
     }
   }
@@ -193,7 +197,7 @@ class Reader {
       if (DsReader::is_auto(*x)) {
         r_.resolved(p + "lr", show_number(opt.lr.lr), "--lr");
       } else {
-        float lr = r_.real(*x, p + "lr", "a number > 0", [](double d) { return d > 0; });
+        float lr = r_.real(*x, p + "lr", "a number in [0, 10]", [](double d) { return d >= 0 && d <= 10; });
         if (!given("lr")) opt.lr.lr = lr;
         lr_given = x;
       }
@@ -428,10 +432,12 @@ class Reader {
       if (!given(flag)) out = n;
     };
     auto name_of = [&](const char* name, const char* alias) { return find(v, name) ? name : alias; };
-    // A bucket of zero elements could never fill; the stage-3 limits may be 0, as in DeepSpeed.
-    size_key(find(v, "reduce_bucket_size"), "reduce_bucket_size", "reduce-bucket-size", 1,
+    // Every size may be 0, as in DeepSpeed: a bucket of 0 holds one flat group per collective (DeepSpeed
+    // reduces each gradient on its own), a prefetch of 0 prefetches nothing, a persistence threshold of 0
+    // keeps nothing whole (docs/configuration.md lists them).
+    size_key(find(v, "reduce_bucket_size"), "reduce_bucket_size", "reduce-bucket-size", 0,
              z.reduce_bucket_size, h * h, "hidden_size^2");
-    size_key(find(v, "allgather_bucket_size"), "allgather_bucket_size", "allgather-bucket-size", 1,
+    size_key(find(v, "allgather_bucket_size"), "allgather_bucket_size", "allgather-bucket-size", 0,
              z.allgather_bucket_size, 0, "");
     size_key(aliased(v, "stage3_prefetch_bucket_size", "prefetch_bucket_size"),
              name_of("stage3_prefetch_bucket_size", "prefetch_bucket_size"), "prefetch-bucket-size", 0,
@@ -468,57 +474,6 @@ class Reader {
   DsReader r_;
 };
 
-// Rejects a key repeated within one object while parsing, as DeepSpeed does (nlohmann would keep the
-// last one silently). Tracks the path of the object being read for the message.
-class DuplicateKeyCheck {
- public:
-  explicit DuplicateKeyCheck(std::string path) : path_(std::move(path)) {}
-
-  bool operator()(int /*depth*/, json::parse_event_t event, json& parsed) {
-    switch (event) {
-      case json::parse_event_t::object_start:
-        frames_.push_back({child_path(), {}, false});
-        break;
-      case json::parse_event_t::array_start:
-        frames_.push_back({child_path(), {}, true});
-        break;
-      case json::parse_event_t::object_end:
-      case json::parse_event_t::array_end:
-        if (!frames_.empty()) frames_.pop_back();
-        last_key_.clear();
-        break;
-      case json::parse_event_t::key: {
-        std::string key = parsed.get<std::string>();
-        if (!frames_.empty() && !frames_.back().keys.insert(key).second)
-          TZ_FAIL(path_, ": key '", join_key(frames_.back().path, key),
-                  "' is given twice; DeepSpeed refuses repeated "
-                  "keys: keep one");
-        last_key_ = key;
-        break;
-      }
-      case json::parse_event_t::value:
-        break;
-    }
-    return true;
-  }
-
- private:
-  struct Frame {
-    std::string path;
-    std::set<std::string> keys;
-    bool array;
-  };
-  std::string child_path() const {
-    if (frames_.empty()) return "";
-    if (frames_.back().array) return frames_.back().path + "[]";
-    return join_key(frames_.back().path, last_key_);
-  }
-
-  std::string path_;
-  std::vector<Frame> frames_;
-  std::string last_key_;
-};
-
 }  // namespace
 
 void apply_ds_config(const nlohmann::json& doc, const std::string& source, TrainOptions& opt,
@@ -526,24 +481,37 @@ void apply_ds_config(const nlohmann::json& doc, const std::string& source, Train
   Reader(source, flag_given).apply(doc, opt);
 }
 
+void derive_batch(TrainOptions& opt, int world, const std::string& source) {
+  if (opt.train_batch_size <= 0) return;
+  const long long tbs = opt.train_batch_size, w = world;
+  auto refuse = [&](const char* what, long long per) {
+    TZ_FAIL(source, ": train_batch_size ", tbs, " is not a multiple of ", what, " = ", per, " at ", world,
+            " rank(s), so DeepSpeed's rule (train_batch_size = train_micro_batch_size_per_gpu x "
+            "gradient_accumulation_steps x ranks) derives no whole ",
+            opt.grad_accum == 0 ? "gradient_accumulation_steps" : "train_micro_batch_size_per_gpu",
+            "; change train_batch_size, or give both (--micro-batch, --grad-accum)");
+  };
+  if (opt.grad_accum == 0) {
+    const long long per = (long long)opt.micro_batch * w;
+    if (tbs % per != 0) refuse("micro batch x ranks", per);
+    opt.grad_accum = int(tbs / per);
+  } else if (opt.micro_batch == 0) {
+    const long long per = (long long)opt.grad_accum * w;
+    if (tbs % per != 0) refuse("gradient accumulation x ranks", per);
+    opt.micro_batch = int(tbs / per);
+  }
+  const long long product = (long long)opt.micro_batch * opt.grad_accum * w;
+  TZ_CHECK(product == tbs, source, ": train_batch_size ", tbs, " must equal train_micro_batch_size_per_gpu (",
+           opt.micro_batch, ") x gradient_accumulation_steps (", opt.grad_accum, ") x ranks (", world, ") = ",
+           product);
+}
+
 void load_ds_config(const std::string& path, TrainOptions& opt, const FlagGiven& flag_given) {
   // A regular file of bounded size: /dev/zero, a FIFO or a directory are refused before any read.
   const std::string text = read_small_file(path, "DeepSpeed config (--config)", kMaxConfigBytes,
                                            "--config takes a JSON file");
-  json doc;
-  try {
-    doc = json::parse(text, DuplicateKeyCheck(path));
-  } catch (const json::parse_error& e) {
-    // e.what() carries "parse error at line L, column C: ..." after an "[json.exception...]" tag.
-    std::string what = e.what();
-    auto at = what.find("] ");
-    TZ_FAIL(path, " is not valid JSON: ", at == std::string::npos ? what : what.substr(at + 2), " (byte ",
-            e.byte, "); DeepSpeed configs are plain JSON, without comments or trailing commas");
-  } catch (const json::exception& e) {  // e.g. a number beyond a double's range
-    std::string what = e.what();
-    auto at = what.find("] ");
-    TZ_FAIL(path, " is not valid JSON: ", at == std::string::npos ? what : what.substr(at + 2));
-  }
+  const json doc = parse_json_bounded(
+      text, path, "DeepSpeed configs are plain JSON, without comments, trailing commas or repeated keys");
   apply_ds_config(doc, path, opt, flag_given);
 }
 

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "model/file_io.h"
+#include "model/json_bounded.h"
 #include "perf/calibrate.h"
 
 namespace tz {
@@ -18,13 +19,7 @@ Hardware load_hardware(const std::string& what) {
     TZ_FAIL("--hardware local: no calibration at ", path, "; run `tierzero bench calibrate` (under mpirun -np N ",
             "for N ranks per node) first, or name a preset");
   const std::string text = read_small_file(path, "hardware file", 1 << 20);
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::exception& e) {
-    TZ_FAIL("hardware file '", path, "' is not valid JSON: ", e.what());
-  }
-  return Hardware::from_json(j, path);
+  return Hardware::from_json(parse_json_bounded(text, "hardware file '" + path + "'"), path);
 }
 
 }  // namespace tz

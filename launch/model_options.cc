@@ -1,6 +1,8 @@
 // Model-choosing flags and their resolution into a GptConfig.
 #include "launch/model_options.h"
 
+#include <utility>
+
 #include "core/error.h"
 
 namespace po = boost::program_options;
@@ -21,13 +23,22 @@ void add_model_flags(po::options_description& desc, ModelFlags& f) {
 }
 
 GptConfig resolve_model(const ModelFlags& f) {
+  // Each flag in its own range first (0: the preset's), so that the message names it.
+  const std::pair<const char*, std::pair<int, int>> sizes[] = {{"n-layer", {f.n_layer, kMaxLayers}},
+                                                               {"n-head", {f.n_head, kMaxWidth}},
+                                                               {"n-embd", {f.n_embd, kMaxWidth}},
+                                                               {"vocab", {f.vocab, kMaxVocab}}};
+  for (const auto& [flag, v] : sizes)
+    TZ_CHECK(v.first >= 0 && v.first <= v.second, "--", flag, " must be in [0, ", v.second,
+             "] (0: the preset's), got ", v.first);
+  TZ_CHECK(f.vocab != 1, "--vocab must be at least 2 (0: the preset's), got 1");
+  TZ_CHECK(f.seq_len >= 1 && f.seq_len <= kMaxSeqLen, "--seq-len must be in [1, ", kMaxSeqLen, "], got ", f.seq_len);
   GptConfig c = gpt_preset(f.preset);
   if (f.n_layer) c.n_layer = f.n_layer;
   if (f.n_head) c.n_head = f.n_head;
   if (f.n_embd) c.n_embd = f.n_embd;
   if (f.vocab) c.vocab_size = f.vocab;
   c.padded_vocab_size = GptConfig::pad_vocab(c.vocab_size);
-  TZ_CHECK(f.seq_len >= 1, "--seq-len must be at least 1, got ", f.seq_len);
   if (f.seq_len > c.max_seq_len) c.max_seq_len = f.seq_len;
   c.validate();
   return c;

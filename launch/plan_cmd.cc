@@ -13,6 +13,7 @@
 #include "launch/parse_args.h"
 #include "launch/train_flags.h"
 #include "train/trainer.h"
+#include "zero/memory_plan.h"
 #include "zero/plan_advice.h"
 #include "zero/step_time.h"
 #include "launch/hardware_file.h"
@@ -56,7 +57,10 @@ int plan_command(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "plan")) return 0;
   resolve_train_flags(f, vm);
-  TZ_CHECK(world >= 1 && world <= (1 << 20), "--world must be in [1, 1048576], got ", world);
+  TZ_CHECK(world >= 1 && world <= kMaxWorld, "--world must be in [1, ", kMaxWorld, "], got ", world);
+  TZ_CHECK(ranks_per_node >= 0, "--ranks-per-node must be >= 0, got ", ranks_per_node);
+  TZ_CHECK(ranks_per_node <= kMaxWorld, "--ranks-per-node must be at most ", kMaxWorld, ", got ", ranks_per_node);
+  derive_batch(f.o, world);
   TZ_CHECK(rank >= -1 && rank < world, "--rank must be in [0, ", world, ") or -1, got ", rank);
   for (const std::string& line : f.o.config_lines) std::printf("%s\n", line.c_str());
   // Every rank's shards have the same sizes (groups are padded to a multiple of the world), so the
@@ -77,7 +81,12 @@ int plan_command(const std::vector<std::string>& args) {
       at = comma + 1;
     }
     const std::vector<CompareRow> rows = compare_options(f.o, world, hws, prices);
-    const long long run_tokens = (long long)f.o.micro_batch * f.o.seq_len * f.o.grad_accum * world * f.o.steps;
+    // In floating point first: each factor is bounded, their product is not.
+    const double tokens = double(f.o.micro_batch) * f.o.seq_len * f.o.grad_accum * world * f.o.steps;
+    TZ_CHECK(tokens < 9.2e18, "a run of --steps ", f.o.steps, " x --micro-batch ", f.o.micro_batch, " x --seq-len ",
+             f.o.seq_len, " x --grad-accum ", f.o.grad_accum, " x --world ", world,
+             " tokens is beyond 2^63 tokens; lower them");
+    const long long run_tokens = (long long)tokens;
     if (json)
       std::printf("%s\n", compare_json(rows).dump(1).c_str());
     else
@@ -93,7 +102,6 @@ int plan_command(const std::vector<std::string>& args) {
   std::optional<Hardware> hw;
   if (!hardware.empty()) {
     hw = load_hardware(hardware);
-    TZ_CHECK(ranks_per_node >= 0, "--ranks-per-node must be >= 0, got ", ranks_per_node);
     if (ranks_per_node > 0) hw->ranks_per_node = ranks_per_node;
     // Budgets not given on the command line are the hardware's: each device's memory, and each rank's
     // share of its node's host memory and NVMe.

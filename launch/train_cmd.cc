@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 
@@ -70,6 +71,7 @@ int train_command(const std::vector<std::string>& args) {
 
   // One process per rank: under mpirun or srun --mpi=pmix the ranks talk over MPI; alone, no MPI.
   WorldInfo world = discover_world();
+  derive_batch(f.o, world.size);  // --config's train_batch_size, at this world size (DeepSpeed's rule)
   f.o.gpu = world.local_rank;  // a cuda rank's GPU: its local rank modulo the node's GPU count
   if (const char* job = std::getenv("SLURM_JOB_ID")) f.o.job_id = job;  // recorded in the save-dir's lock
   if (world.rank == 0) {  // what --config resolved or accepted with no effect, once for the job
@@ -79,7 +81,8 @@ int train_command(const std::vector<std::string>& args) {
   // Before MPI starts its progress thread and OpenMP its pool, so that every thread starts where it belongs.
   if (f.bind_cores == "auto") bind_cores(world);
   std::unique_ptr<Communicator> comm = make_host_world(world);
-  comm->set_timeout(std::chrono::milliseconds(std::int64_t(f.comm_timeout * 1000)));
+  // Bounded in seconds (at most kMaxCommTimeoutSeconds) by resolve_train_flags, so the milliseconds fit.
+  comm->set_timeout(std::chrono::milliseconds(std::llround(f.comm_timeout * 1000)));
   if (comm->size() != world.size) {
     TZ_FAIL("the launcher says this is rank ", world.rank, " of ", world.size, " (from ", world.source,
             " variables) but MPI sees ", comm->size(),

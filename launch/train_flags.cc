@@ -1,11 +1,17 @@
 // The training flags and their resolution (see train_flags.h).
 #include "launch/train_flags.h"
 
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <limits>
 
 #include "core/device.h"
 #include "core/error.h"
 #include "launch/ds_config.h"
+#include "launch/ds_reader.h"
 #include "launch/parse_args.h"
 #include "model/safetensors.h"
 
@@ -44,7 +50,7 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
       "beta2", po::value(&f.o.adam.beta2)->default_value(f.o.adam.beta2), "AdamW beta2")(
       "eps", po::value(&f.o.adam.eps)->default_value(f.o.adam.eps), "AdamW epsilon")(
       "grad-clip", po::value(&f.o.adam.grad_clip)->default_value(f.o.adam.grad_clip),
-      "clip the global gradient norm to this (0: off)")("seed", po::value(&f.o.seed)->default_value(f.o.seed),
+      "clip the global gradient norm to this (0: off)")("seed", po::value(&f.seed)->default_value(f.seed),
                                                         "seed for initialisation and shuffling")(
       "shuffle", po::bool_switch(&f.o.shuffle), "visit the batches of each epoch in a seeded random order")(
       "dtype", po::value(&f.dtype)->default_value(f.dtype),
@@ -151,37 +157,110 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
 
 namespace {
 
-// Values that would train on garbage (NaN, Inf, out of range) are refused before anything starts,
-// whether they came from a flag or from --config (std::isfinite is false for NaN and both Infs).
+// Values that would train on garbage (NaN, Inf, out of range) or that no run can honour are refused before
+// anything starts, each in its own unit and before any conversion, whether it came from a flag or from
+// --config (every comparison below is false for NaN, so NaN fails each range).
+// Whole numbers in full (2147483647, not 2.14748e+09), others with 6 significant digits.
+std::string num(double x) {
+  if (std::isfinite(x) && x == std::floor(x) && std::fabs(x) < 1e15) return std::to_string((long long)x);
+  return show_number(x);
+}
+
+void check_range(double x, double lo, double hi, const char* flag, const char* unit) {
+  TZ_CHECK(x >= lo && x <= hi, "--", flag, " must be in [", num(lo), ", ", num(hi), "]", unit, ", got ", num(x));
+}
+
 void check_numbers(const TrainFlags& f) {
   const TrainOptions& o = f.o;
-  auto finite = [](double x) { return std::isfinite(x); };
-  TZ_CHECK(finite(f.comm_timeout) && f.comm_timeout > 0, "--comm-timeout must be a positive number of seconds, got ",
-           f.comm_timeout);
-  TZ_CHECK(finite(o.lr.lr) && o.lr.lr > 0, "--lr must be a positive number, got ", o.lr.lr);
-  TZ_CHECK(finite(o.lr.min_lr) && o.lr.min_lr >= 0 && o.lr.min_lr <= o.lr.lr, "--min-lr must be in [0, --lr = ",
-           o.lr.lr, "], got ", o.lr.min_lr);
-  TZ_CHECK(o.lr.warmup >= 0, "--warmup must be a number of steps >= 0, got ", o.lr.warmup);
+  constexpr double kIntMax = std::numeric_limits<int>::max();
+  // A collective's deadline, in seconds; converted to milliseconds only after this check.
+  check_range(f.comm_timeout, 0.001, kMaxCommTimeoutSeconds, "comm-timeout", " seconds (1 ms to 7 days)");
+  check_range(o.lr.lr, 0, 10, "lr", "");
+  check_range(o.lr.min_lr, 0, o.lr.lr, "min-lr", " (0 to --lr)");
+  check_range(o.lr.warmup, 0, kIntMax, "warmup", " steps");
   check_lr_config(o.lr, o.steps, f.config.empty() ? "--lr-schedule" : f.config);
-  TZ_CHECK(finite(o.adam.beta1) && finite(o.adam.beta2) && o.adam.beta1 >= 0 && o.adam.beta1 < 1 &&
-               o.adam.beta2 >= 0 && o.adam.beta2 < 1,
-           "--beta1 and --beta2 must be in [0, 1), got ", o.adam.beta1, " and ", o.adam.beta2);
-  TZ_CHECK(finite(o.adam.eps) && o.adam.eps > 0, "--eps must be a positive number, got ", o.adam.eps);
-  TZ_CHECK(finite(o.adam.weight_decay) && o.adam.weight_decay >= 0, "--weight-decay must be a number >= 0, got ",
-           o.adam.weight_decay);
-  TZ_CHECK(finite(o.adam.grad_clip) && o.adam.grad_clip >= 0, "--grad-clip must be a number >= 0 (0: off), got ",
-           o.adam.grad_clip);
+  TZ_CHECK(o.adam.beta1 >= 0 && o.adam.beta1 < 1, "--beta1 must be in [0, 1), got ", show_number(o.adam.beta1));
+  TZ_CHECK(o.adam.beta2 >= 0 && o.adam.beta2 < 1, "--beta2 must be in [0, 1), got ", show_number(o.adam.beta2));
+  TZ_CHECK(o.adam.eps > 0 && o.adam.eps <= 1, "--eps must be in (0, 1], got ", show_number(o.adam.eps));
+  check_range(o.adam.weight_decay, 0, 100, "weight-decay", "");
+  check_range(o.adam.grad_clip, 0, std::numeric_limits<float>::max(), "grad-clip", " (0: off)");
+  check_range(o.steps, 1, kIntMax, "steps", "");
+  // 0 only where --config gives train_batch_size without them: derived once the world size is known.
+  if (o.micro_batch != 0 || o.train_batch_size == 0)
+    check_range(o.micro_batch, 1, kMaxMicroBatch, "micro-batch", " sequences");
+  if (o.grad_accum != 0 || o.train_batch_size == 0) check_range(o.grad_accum, 1, kMaxGradAccum, "grad-accum", "");
   TZ_CHECK(o.save_every >= 0, "--save-every must be a number of steps >= 0 (0: only at the end), got ", o.save_every);
   TZ_CHECK(o.keep_last >= 0, "--keep-last must be a number of checkpoints >= 0 (0: keep all), got ", o.keep_last);
+  check_range(o.val_every, 0, kIntMax, "val-every", " steps (0: only after the last step)");
+  check_range(o.val_batches, 1, kIntMax, "val-batches", " micro-batches");
+  check_range(o.log_every, 0, kIntMax, "log-every", " steps (0: none)");
   TZ_CHECK(o.resume != "latest" || !o.save_dir.empty(),
            "--resume latest needs --save-dir: the folder to look for checkpoints in");
   TZ_CHECK(!o.save_dir.empty() || (o.save_every == 0 && o.keep_last == 0),
            "--save-every and --keep-last need --save-dir: the folder the checkpoints go to");
-  TZ_CHECK(finite(o.fp16.loss_scale) && o.fp16.loss_scale >= 0, "--loss-scale must be a number >= 0 (0: dynamic), got ",
-           o.fp16.loss_scale);
+  // fp16: the scales must stay finite floats.
+  check_range(o.fp16.loss_scale, 0, std::ldexp(1.0, 127), "loss-scale", " (0: dynamic)");
+  check_range(o.fp16.min_loss_scale, std::numeric_limits<float>::min(), std::ldexp(1.0, 127), "min-loss-scale", "");
+  check_range(o.fp16.initial_scale_power, 0, 127, "initial-scale-power", " (the scale must be a finite float)");
+  check_range(o.fp16.loss_scale_window, 1, kIntMax, "loss-scale-window", " steps");
+  check_range(o.fp16.hysteresis, 1, kIntMax, "hysteresis", " overflows");
+}
+
+// --device-mem, --host-mem, --nvme-mem: parse_bytes, with the flag named in the message.
+std::size_t bytes_flag(const char* flag, const std::string& text) {
+  try {
+    return parse_bytes(text);
+  } catch (const Error&) {
+    TZ_FAIL("--", flag, " '", text, "' is not a byte size: a number below 16 EiB with an optional unit K, M, G ",
+            "or T (powers of 1024, e.g. 512M or 8G), or unlimited");
+  }
+}
+
+// --seed: a whole number in [0, 2^64); Boost would read "-1" into an unsigned as 2^64 - 1.
+std::uint64_t parse_seed(const std::string& text) {
+  const bool digits = !text.empty() && text.size() <= 20 &&
+                      std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+  errno = 0;
+  const unsigned long long v = digits ? std::strtoull(text.c_str(), nullptr, 10) : 0;
+  TZ_CHECK(digits && errno == 0, "--seed must be a whole number in [0, 2^64 - 1], got '", text, "'");
+  return v;
+}
+
+// --offload-ratio and its per-class forms: a share in [0, 1]; the per-class ones also -1 (take --offload-ratio).
+void check_ratio(double r, const char* flag, bool minus_one) {
+  if (minus_one && r == -1) return;
+  TZ_CHECK(r >= 0 && r <= 1, "--", flag, " must be in [0, 1]", minus_one ? " or -1 (--offload-ratio)" : "",
+           ", got ", show_number(r));
+}
+
+// The same --nvme-path twice (also spelt differently: a trailing slash, a symlink, "a/../a") would stripe
+// two stores over one folder; each path is compared with every other, resolved as far as it exists.
+void check_nvme_paths(const std::vector<std::string>& paths) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> resolved;
+  for (const std::string& p : paths) {
+    TZ_CHECK(!p.empty(), "--nvme-path is empty; give a folder");
+    std::error_code ec;
+    fs::path r = fs::weakly_canonical(fs::absolute(p), ec);
+    if (ec) r = fs::absolute(p).lexically_normal();
+    if (!r.empty() && !r.has_filename()) r = r.parent_path();  // "dir/" is "dir"
+    for (std::size_t i = 0; i < resolved.size(); ++i) {
+      std::error_code eq;
+      if (resolved[i] == r || fs::equivalent(resolved[i], r, eq))
+        TZ_FAIL("--nvme-path '", p, "' is given twice: it is the same folder as --nvme-path '", paths[i],
+                "'; give each folder once (a repeated --nvme-path stripes the store over several drives)");
+    }
+    resolved.push_back(std::move(r));
+  }
 }
 
 }  // namespace
+
+void derive_batch(TrainOptions& o, int world) {
+  derive_batch(o, world, o.config);
+  check_range(o.micro_batch, 1, kMaxMicroBatch, "micro-batch", " sequences (train_micro_batch_size_per_gpu)");
+  check_range(o.grad_accum, 1, kMaxGradAccum, "grad-accum", " (gradient_accumulation_steps)");
+}
 
 void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   // `plan` may plan a cuda run in any build (a pure function); `train` checks that this build can run it.
@@ -201,7 +280,8 @@ void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   f.o.seq_len = f.mf.seq_len;
   f.o.dtype = parse_compute_dtype(f.dtype);
   f.o.lr.schedule = parse_lr_schedule(f.schedule);
-  f.o.device_mem = parse_bytes(f.device_mem);
+  f.o.device_mem = bytes_flag("device-mem", f.device_mem);
+  f.o.seed = parse_seed(f.seed);
   f.o.checkpointing = f.ckpt ? ActivationCheckpointing::per_block : ActivationCheckpointing::off;
   f.o.zero.reduce_bucket_size = parse_count("reduce-bucket-size", f.reduce_bucket);
   f.o.zero.allgather_bucket_size = parse_count("allgather-bucket-size", f.allgather_bucket);
@@ -214,11 +294,15 @@ void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   f.o.offload.overlap_optimizer = parse_optimizer_overlap(f.overlap_opt);
   TZ_CHECK(f.o.offload.overlap_optimizer_share >= 0 && f.o.offload.overlap_optimizer_share <= 1,
            "--overlap-optimizer-share ", f.o.offload.overlap_optimizer_share, " is not between 0 and 1");
+  check_ratio(f.ratio, "offload-ratio", false);
+  check_ratio(f.ratio_master, "offload-ratio-master", true);
+  check_ratio(f.ratio_m, "offload-ratio-m", true);
+  check_ratio(f.ratio_v, "offload-ratio-v", true);
   TZ_CHECK(f.o.attention_math == "auto" || f.o.attention_math == "fp32" || f.o.attention_math == "bf16",
            "--attention-math '", f.o.attention_math, "' is not one of auto, fp32, bf16");
-  f.o.offload.host_mem = parse_bytes(f.host_mem);
+  f.o.offload.host_mem = bytes_flag("host-mem", f.host_mem);
   f.o.offload.host_ratio_master = f.o.offload.host_ratio_m = f.o.offload.host_ratio_v = f.ratio;
-  f.o.offload.nvme_mem = parse_bytes(f.nvme_mem);
+  f.o.offload.nvme_mem = bytes_flag("nvme-mem", f.nvme_mem);
   f.o.config = f.config;
   // The file fills what the command line left at its defaults.
   if (!f.config.empty())
@@ -230,17 +314,10 @@ void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   if (f.ratio_master >= 0) f.o.offload.host_ratio_master = f.ratio_master;
   if (f.ratio_m >= 0) f.o.offload.host_ratio_m = f.ratio_m;
   if (f.ratio_v >= 0) f.o.offload.host_ratio_v = f.ratio_v;
-  for (double r : {f.o.offload.host_ratio_master, f.o.offload.host_ratio_m, f.o.offload.host_ratio_v})
-    TZ_CHECK(r >= 0 && r <= 1, "offload ratios must be in [0, 1], got ", r);
   check_numbers(f);
+  check_nvme_paths(f.o.offload.nvme_paths);
   TZ_CHECK(f.bind_cores == "none" || f.bind_cores == "auto", "--bind-cores must be none or auto, got '",
            f.bind_cores, "'");
-  TZ_CHECK(f.o.zero.reduce_bucket_size >= 1 && f.o.zero.allgather_bucket_size >= 1,
-           "--reduce-bucket-size and --allgather-bucket-size must be at least 1 element");
-  TZ_CHECK(f.o.fp16.initial_scale_power >= 0 && f.o.fp16.initial_scale_power <= 127,
-           "--initial-scale-power must be in 0..127 (the scale must be a finite float), got ",
-           f.o.fp16.initial_scale_power);
-  TZ_CHECK(f.o.fp16.min_loss_scale > 0, "--min-loss-scale must be positive, got ", f.o.fp16.min_loss_scale);
 }
 
 }  // namespace tz

@@ -11,6 +11,13 @@
 
 namespace tz {
 
+// The longest --comm-timeout (seconds): beyond a week a stalled collective is not waited out but a hang.
+inline constexpr double kMaxCommTimeoutSeconds = 7 * 24 * 3600;
+// Sequences per micro-batch and micro-steps per optimizer step: bounded so that every token count and
+// byte count of the plan fits in 64 bits.
+inline constexpr int kMaxMicroBatch = 1 << 20;
+inline constexpr int kMaxGradAccum = 1 << 20;
+
 struct TrainFlags {
   TrainOptions o;
   ModelFlags mf;
@@ -19,6 +26,7 @@ struct TrainFlags {
   std::string bind_cores = "none";  // none | auto (launch/train_cmd.cc applies it)
   std::string config, reduce_bucket, allgather_bucket, prefetch_bucket, max_live, persistence;
   double comm_timeout = 300;
+  std::string seed = "1337";
   std::string offload_opt, offload_param, offload_act, host_mem, nvme_mem, overlap_opt;
   double ratio = 1.0, ratio_master = -1, ratio_m = -1, ratio_v = -1;
 };
@@ -28,5 +36,9 @@ void add_train_flags(boost::program_options::options_description& desc, TrainFla
 
 // Resolves the parsed flags (and --config) into f.o; throws naming the flag for a bad value.
 void resolve_train_flags(TrainFlags& f, const boost::program_options::variables_map& vm);
+
+// Once the world size is known (train: the launcher's; plan: --world): the micro batch or accumulation
+// count --config's train_batch_size leaves to derive (launch/ds_config.h), each then range-checked.
+void derive_batch(TrainOptions& o, int world);
 
 }  // namespace tz

@@ -8,14 +8,17 @@ namespace tz {
 int GptConfig::pad_vocab(int vocab) { return (vocab + 127) / 128 * 128; }
 
 void GptConfig::validate() const {
-  TZ_CHECK(n_layer >= 1, "n_layer must be at least 1, got ", n_layer);
-  TZ_CHECK(n_head >= 1, "n_head must be at least 1, got ", n_head);
-  TZ_CHECK(n_embd >= 1 && n_embd % n_head == 0, "n_embd (", n_embd, ") must be a positive multiple of n_head (",
-           n_head, ")");
-  TZ_CHECK(vocab_size >= 2, "vocab must be at least 2, got ", vocab_size);
+  TZ_CHECK(n_layer >= 1 && n_layer <= kMaxLayers, "n_layer (--n-layer) must be in [1, ", kMaxLayers, "], got ",
+           n_layer);
+  TZ_CHECK(n_head >= 1 && n_head <= kMaxWidth, "n_head (--n-head) must be in [1, ", kMaxWidth, "], got ", n_head);
+  TZ_CHECK(n_embd >= 1 && n_embd <= kMaxWidth, "n_embd (--n-embd) must be in [1, ", kMaxWidth, "], got ", n_embd);
+  TZ_CHECK(n_embd % n_head == 0, "n_embd (", n_embd, ") must be a positive multiple of n_head (", n_head, ")");
+  TZ_CHECK(vocab_size >= 2 && vocab_size <= kMaxVocab, "vocab (--vocab) must be in [2, ", kMaxVocab, "], got ",
+           vocab_size);
   TZ_CHECK(padded_vocab_size >= vocab_size, "padded vocab (", padded_vocab_size, ") is smaller than vocab (",
            vocab_size, ")");
-  TZ_CHECK(max_seq_len >= 1, "seq-len must be at least 1, got ", max_seq_len);
+  TZ_CHECK(max_seq_len >= 1 && max_seq_len <= kMaxSeqLen, "seq-len (--seq-len) must be in [1, ", kMaxSeqLen,
+           "], got ", max_seq_len);
 }
 
 std::size_t GptConfig::num_parameters() const {

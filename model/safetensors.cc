@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "model/json_bounded.h"
 
 namespace tz {
 
@@ -152,13 +153,8 @@ SafetensorsReader::SafetensorsReader(const std::string& path) : file_(path, "saf
 
   std::string text(n, '\0');
   file_.read_at(text.data(), n, 8);
-  json header;
-  try {
-    header = json::parse(text);
-  } catch (const json::exception& e) {
-    TZ_FAIL("safetensors file '", path, "' has a header that is not valid JSON (", e.what(),
-            "); the file is corrupt or not safetensors");
-  }
+  const json header = parse_json_bounded(text, "the JSON header of safetensors file '" + path + "'",
+                                         "the file is corrupt or not safetensors");
   TZ_CHECK(header.is_object(), "safetensors file '", path, "' has a JSON header that is a ",
            header.type_name(), ", not an object of tensors; the file is corrupt or not safetensors");
 

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "model/json_bounded.h"
 #include "perf/step_bench.h"
 #include "perf/timing.h"
 
@@ -23,13 +24,8 @@ nlohmann::json train_mfu(const TrainMfuOptions& opt) {
   for (std::string line; std::getline(f, line);) {
     ++line_no;
     if (line.empty()) continue;
-    nlohmann::json r;
-    try {
-      r = nlohmann::json::parse(line);
-    } catch (const std::exception& e) {
-      TZ_FAIL(opt.metrics, " line ", line_no, " is not JSON (", e.what(),
-              "): a metrics file of tierzero train?");
-    }
+    const nlohmann::json r = parse_json_bounded(line, opt.metrics + " line " + std::to_string(line_no),
+                                                "a metrics file of tierzero train?");
     if (!r.is_object() || !r.contains("ms") || !r.contains("tokens_per_s")) continue;  // validation records
     if (r.contains("loss") && r["loss"].is_number())
       losses.push_back(r["loss"].get<double>());  // every step's: is it training?

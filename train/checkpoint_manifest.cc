@@ -10,6 +10,7 @@
 #include "model/file_io.h"
 #include "model/param_layout.h"
 #include "train/checkpoint_validate.h"
+#include "model/json_bounded.h"
 
 namespace tz {
 namespace {
@@ -251,7 +252,8 @@ CheckpointManifest read_manifest(const std::string& dir) {
                                            "no tierzero checkpoint has one that large: resume from another checkpoint");
   json j;
   try {
-    j = json::parse(text);
+    j = parse_json_bounded(text, "the checkpoint manifest '" + path + "'",
+                           "the checkpoint is damaged: resume from another one");
   } catch (const json::exception& e) {
     TZ_FAIL("the checkpoint manifest '", path, "' is not valid JSON (", e.what(),
             "); the checkpoint is damaged: resume from another one");

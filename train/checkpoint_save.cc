@@ -11,6 +11,7 @@
 #include "core/error.h"
 #include "core/host_ops.h"
 #include "model/file_io.h"
+#include "model/json_bounded.h"
 #include "train/checkpoint.h"
 #include "train/collective_util.h"
 #include "train/rank_agreement.h"
@@ -61,7 +62,7 @@ CheckpointFile write_rank_file(const std::string& tmp, Engine& engine, int rank,
 }
 
 CheckpointFile file_from_json(const std::string& text) {
-  nlohmann::json j = nlohmann::json::parse(text);
+  nlohmann::json j = parse_json_bounded(text, "a checkpoint file entry");
   CheckpointFile f;
   f.name = j.at("name").get<std::string>();
   f.bytes = j.at("bytes").get<std::uint64_t>();

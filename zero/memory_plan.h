@@ -21,6 +21,11 @@
 
 namespace tz {
 
+// The most bytes a plan may hold on one tier of one rank (64 PiB, far beyond any machine), and the
+// largest world: plan_memory refuses more, so that its byte counts cannot wrap in 64 bits.
+inline constexpr double kMaxPlanBytes = 72057594037927936.0;  // 2^56
+inline constexpr int kMaxWorld = 1 << 20;
+
 struct PlanInputs {
   DeviceKind device = DeviceKind::cpu;
   GptConfig model;
@@ -66,6 +71,7 @@ struct MemoryPlan {
   void check_fits() const;
 };
 
+// Throws, naming the flags, for shapes whose buffers would exceed kMaxPlanBytes or a world beyond kMaxWorld.
 MemoryPlan plan_memory(const PlanInputs& in);
 
 // The training loop's scalars on the device and their readback: the training loss sum, the stop flag

@@ -28,15 +28,13 @@ GatherPlan plan_gathers(const ShardMap& map, const Placement& place, const ZeroO
   }
   if (!p.any()) return p;
   const std::size_t big = p.held_elems, small = p.slot_elems;
-  TZ_CHECK(zero.max_live_parameters >= big + small, "stage3_max_live_parameters (", zero.max_live_parameters,
-           ") is below what one forward step keeps gathered: the embedding group (", big,
-           " elements, held for the whole pass, tied to the LM head) plus the largest other group (", small,
-           "); raise --max-live-parameters");
   // One slot for the group in use plus one per prefetched group that fits both limits; more slots
-  // than groups to put in them would only waste memory.
+  // than groups to put in them would only waste memory. As in DeepSpeed, stage3_max_live_parameters
+  // limits only what is gathered ahead: below the embedding plus one group (0 included) nothing is
+  // prefetched, and the group in use is still gathered.
   if (small) {
     const std::size_t depth = zero.prefetch_bucket_size / small,
-                      live_room = (zero.max_live_parameters - big) / small;
+                      live_room = zero.max_live_parameters > big ? (zero.max_live_parameters - big) / small : 0;
     p.slots = int(std::max<std::size_t>(1, std::min<std::size_t>({1 + depth, live_room, others})));
   }
   if (nvme) p.staging_bytes = round_up(largest_shard * dtype_size(place.working), kDirectIoAlign);

@@ -68,16 +68,20 @@ TEST(Cli, BadValueFailsNamingTheFlag) {
 // before anything starts, naming the flag and the value; so is the same value from --config.
 TEST(Cli, NonFiniteAndOutOfRangeOptimizerSettingsAreRefusedBeforeTraining) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
-      {{"--lr", "nan"}, "--lr must be a positive number, got nan"},
-      {{"--lr", "inf"}, "--lr must be a positive number, got inf"},
-      {{"--lr", "-1e-3"}, "--lr must be a positive number, got -0.001"},
-      {{"--eps", "nan"}, "--eps must be a positive number, got nan"},
-      {{"--weight-decay", "-inf"}, "--weight-decay must be a number >= 0, got -inf"},
-      {{"--min-lr", "0.1", "--lr", "0.01"}, "--min-lr must be in [0, --lr = 0.01], got 0.1"},
-      {{"--warmup", "-5"}, "--warmup must be a number of steps >= 0, got -5"},
-      {{"--grad-clip", "nan"}, "--grad-clip must be a number >= 0 (0: off), got nan"},
-      {{"--beta2", "1"}, "--beta1 and --beta2 must be in [0, 1), got 0.9 and 1"},
-      {{"--comm-timeout", "inf"}, "--comm-timeout must be a positive number of seconds, got inf"},
+      {{"--lr", "nan"}, "--lr must be in [0, 10], got nan"},
+      {{"--lr", "inf"}, "--lr must be in [0, 10], got inf"},
+      {{"--lr", "-1e-3"}, "--lr must be in [0, 10], got -0.001"},
+      {{"--eps", "nan"}, "--eps must be in (0, 1], got nan"},
+      {{"--weight-decay", "-inf"}, "--weight-decay must be in [0, 100], got -inf"},
+      {{"--min-lr", "0.1", "--lr", "0.01"}, "--min-lr must be in [0, 0.01] (0 to --lr), got 0.1"},
+      {{"--warmup", "-5"}, "--warmup must be in [0, 2147483647] steps, got -5"},
+      {{"--grad-clip", "nan"}, "--grad-clip must be in [0, 3.40282e+38] (0: off), got nan"},
+      {{"--beta2", "1"}, "--beta2 must be in [0, 1), got 1"},
+      {{"--lr", "10.5"}, "--lr must be in [0, 10], got 10.5"},
+      {{"--comm-timeout", "1e10"},
+       "--comm-timeout must be in [0.001, 604800] seconds (1 ms to 7 days), got 10000000000"},
+      {{"--seed", "-1"}, "--seed must be a whole number in [0, 2^64 - 1], got '-1'"},
+      {{"--comm-timeout", "inf"}, "--comm-timeout must be in [0.001, 604800] seconds (1 ms to 7 days), got inf"},
   };
   for (const auto& [flags, message] : cases) {
     std::vector<std::string> args = {"train", "--steps", "1"};
@@ -94,7 +98,7 @@ TEST(Cli, NonFiniteAndOutOfRangeOptimizerSettingsAreRefusedBeforeTraining) {
   std::fclose(f);
   CliRun r = cli({"train", "--steps", "1", "--config", cfg});
   EXPECT_EQ(r.rc, 1);
-  EXPECT_TRUE(has(r.err, "optimizer.params.lr is -0.5; allowed: a number > 0")) << r.err;
+  EXPECT_TRUE(has(r.err, "optimizer.params.lr is -0.5; allowed: a number in [0, 10]")) << r.err;
   // JSON has no NaN or Inf; a number too large for a double names the file.
   f = std::fopen(cfg.c_str(), "w");
   std::fputs(R"({"optimizer": {"type": "AdamW", "params": {"lr": 1e400}}})", f);
