@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <optional>
 #include <set>
 #include <vector>
@@ -19,6 +20,7 @@
 #include "launch/hardware_file.h"
 #include "launch/plan_compare.h"
 #include "model/file_io.h"
+#include "model/protected_inputs.h"
 
 namespace po = boost::program_options;
 
@@ -74,6 +76,17 @@ int plan_command(const std::vector<std::string>& args) {
       TZ_CHECK(std::isfinite(p) && p >= 0, "prices must be numbers >= 0, got ", p);
     std::vector<Hardware> hws;
     std::string list = hardware.empty() ? "h100-80g,h200-141g,gh200,a100-40g,v100-32g" : hardware;
+    // The CSV may not replace what the plan reads (a hardware file, the config), nor a device or FIFO:
+    // refused before anything is computed, and again by the writer before its rename.
+    std::vector<ProtectedInput> inputs;
+    inputs.emplace_back(f.o.config, "--config");
+    for (std::size_t at = 0; at <= list.size();) {
+      const std::size_t comma = std::min(list.find(',', at), list.size());
+      const std::string name = list.substr(at, comma - at);
+      if (std::filesystem::exists(name)) inputs.emplace_back(name, "--hardware file");
+      at = comma + 1;
+    }
+    if (!csv.empty()) check_output_target(csv, "--csv");
     for (std::size_t at = 0; at <= list.size();) {
       const std::size_t comma = std::min(list.find(',', at), list.size());
       hws.push_back(load_hardware(list.substr(at, comma - at)));

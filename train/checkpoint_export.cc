@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/host_ops.h"
 #include "model/param_layout.h"
+#include "model/protected_inputs.h"
 #include "model/safetensors.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_io.h"
@@ -52,11 +53,10 @@ std::string export_checkpoint(const std::string& path, const std::string& out, D
   TZ_CHECK(dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16, "export as ", dtype_name(dtype),
            " is not supported; use fp32, bf16 or fp16");
   CheckpointReader r(checkpoint_folder(path));
-  // The export must not replace a file of the checkpoint it reads (an output that names an input).
-  std::error_code ec;
-  const auto inside = std::filesystem::weakly_canonical(std::filesystem::absolute(out).parent_path(), ec);
-  TZ_CHECK(!std::filesystem::equivalent(inside, r.dir(), ec) || ec, "--to ", out, " is inside checkpoint ", r.dir(),
-           ": the export would replace the checkpoint's own files; write it elsewhere");
+  // The export may not write into the checkpoint it reads, nor replace a device or FIFO: refused before
+  // any reading, and again by the writer before its rename.
+  const ProtectedInput input(r.dir(), "the checkpoint being exported");
+  check_output_target(out, "--to");
   for (std::size_t f = 0; f < r.manifest().files.size(); ++f) r.verify_file(f);
   const ParamLayout layout = ParamLayout::build(r.manifest().model);
   TZ_CHECK(layout.groups.size() == r.manifest().groups.size(), "checkpoint ", r.dir(), " has ",

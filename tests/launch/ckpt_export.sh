@@ -33,7 +33,7 @@ fi
 echo "ckpt_export.sh: --init-from the export trains"
 step=$(ls -d "$d"/ckpt/step-*)
 "$tierzero" ckpt export "$d/ckpt" --to "$step/manifest.json" > "$d/self.log" 2>&1 && fail "export over the checkpoint's manifest was accepted"
-grep -q "is inside checkpoint .*: the export would replace the checkpoint's own files" "$d/self.log" || { cat "$d/self.log"; fail "no message"; }
+grep -q "is inside the checkpoint being exported .*, which this command reads" "$d/self.log" || { cat "$d/self.log"; fail "no message"; }
 "$tierzero" ckpt inspect "$d/ckpt" > /dev/null || fail "the checkpoint was damaged by a refused export"
 echo "ckpt_export.sh: an export into the checkpoint itself is refused and the checkpoint is intact"
 f=$(ls "$d"/ckpt/step-*/rank-00000.bin)

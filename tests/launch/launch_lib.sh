@@ -21,3 +21,14 @@ rank_pid() {
     done
   done
 }
+
+# metrics_text FILE: the records written so far to a --metrics FILE: the file itself once the run has
+# ended, else its in-progress temporary (FILE.tmp.XXXXXX, renamed to FILE when the run ends, however it
+# ends short of SIGKILL); nothing when there is neither. metrics_lines FILE counts them.
+metrics_text() {
+  local f
+  for f in "$1" "$1".tmp.*; do
+    [ -f "$f" ] && { cat "$f"; return 0; }
+  done
+}
+metrics_lines() { metrics_text "$1" | wc -l; }

@@ -22,12 +22,12 @@ extra=()
   --save-safetensors "$d/model.safetensors" "${extra[@]}" &
 job=$!
 for _ in $(seq 200); do  # until a few steps are done
-  [ -f "$d/metrics.jsonl" ] && [ "$(wc -l < "$d/metrics.jsonl")" -ge 3 ] && break
+  [ "$(metrics_lines "$d/metrics.jsonl")" -ge 3 ] && break
   sleep 0.1
 done
 pid=$(rank_pid "$job" 1)
 [ -n "$pid" ] || { echo "sigterm.sh: rank 1 not found"; kill "$job"; exit 1; }
-echo "sigterm.sh: SIG$sig to rank 1 (pid $pid) after $(wc -l < "$d/metrics.jsonl") steps"
+echo "sigterm.sh: SIG$sig to rank 1 (pid $pid) after $(metrics_lines "$d/metrics.jsonl") steps"
 kill -"$sig" "$pid"
 wait "$job"
 rc=$?
