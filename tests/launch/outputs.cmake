@@ -1,0 +1,29 @@
+# What a run writes, tried as a careless or hostile user would (issue 17's outputs): device nodes made
+# with mknod, FIFOs and inputs as targets of every writer; a full disk at the end of a run; a save-dir
+# each node sees on its own disk; SIGHUP. Each asserts the exit status, a time bound and the message.
+# Included from tests/CMakeLists.txt.
+tz_add_exit_test(launch_outputs_never_replace_devices_fifos_or_inputs STATUS 0 MAX_SECONDS 60 TIMEOUT 120
+                 SKIP_STATUS 77 LABELS launch
+                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/output_targets.sh $<TARGET_FILE:tierzero>
+                 REGEX "output_targets.sh: ckpt export --to a character device: refused"
+                       "output_targets.sh: plan --compare --csv a FIFO: refused"
+                       "output_targets.sh: [0-9]+ refusals; every device node, FIFO, input and checkpoint intact")
+tz_add_exit_test(launch_outputs_on_a_full_disk STATUS 0 MAX_SECONDS 60 TIMEOUT 120 SKIP_STATUS 77 LABELS launch
+                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/full_disk.sh $<TARGET_FILE:tierzero>
+                 REGEX "full_disk.sh: a model that does not fit: exit 1 naming the file, errno 28 and the checkpoint"
+                       "full_disk.sh: a checkpoint that does not fit: exit 1 naming the file and errno 28, no temporary"
+                       "full_disk.sh: metrics that fit are kept")
+tz_add_exit_test(launch_train_node_local_save_dir_np2 STATUS 1 MAX_SECONDS 30 TIMEOUT 90 SKIP_STATUS 77
+                 LABELS "mpi;launch"
+                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/node_local_save_dir.sh ${TZ_MPIRUN_MPMD} -- $<TARGET_FILE:tierzero>
+                 REGEX "is not the same folder on every rank: rank 1 on host [^ ]+ does not see rank 0's lock file"
+                       "give a --save-dir on a file system every node shares"
+                       "node_local_save_dir.sh: the job ended with 1 after ([0-9]{1,4}|1[0-9]{4}) ms"
+                       "node_local_save_dir.sh: no checkpoint written")
+# SIGHUP (a closed terminal) stops a run as SIGTERM does: the step finishes, the checkpoint is saved,
+# exit 0 (resume with --resume latest).
+tz_add_exit_test(launch_train_sighup_checkpoint_np2 STATUS 0 MAX_SECONDS 60 TIMEOUT 120 LABELS "mpi;launch"
+                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/sigterm.sh --signal HUP --checkpoint ${TZ_MPIRUN2} --
+                         $<TARGET_FILE:tierzero>
+                 REGEX "sigterm.sh: SIGHUP to rank 1" "stopped after step [0-9]+ with checkpoint .* saved: exit 0"
+                       "resumed 3 steps equal the straight run bitwise")
