@@ -11,6 +11,7 @@
 #include <iterator>
 
 #include "core/error.h"
+#include "tests/common/one_rank_run.h"
 #include "tests/common/test_dir.h"
 #include "train/trainer.h"
 
@@ -19,24 +20,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-TrainOptions tiny(int steps, const std::string& save_dir) {
-  TrainOptions o;
-  o.model = gpt_preset("tiny");
-  o.steps = steps;
-  o.lr.lr = 1e-3f;
-  o.log_every = 0;
-  o.save_dir = save_dir;
-  return o;
-}
+TrainOptions tiny(int steps, const std::string& save_dir) { return testing::tiny_run(steps, save_dir); }
 
-std::vector<std::string> g_log;
-void keep(const std::string& s) { g_log.push_back(s); }
-
-TrainResult run(const TrainOptions& o, const TrainHooks& hooks = {}) {
-  auto comm = make_self_comm();
-  g_log.clear();
-  return train(o, *comm, keep, hooks);
-}
+TrainResult run(const TrainOptions& o, const TrainHooks& hooks = {}) { return testing::run_one_rank(o, hooks); }
 
 std::string bytes_of(const std::string& path) {
   std::ifstream f(path, std::ios::binary);
@@ -44,19 +30,12 @@ std::string bytes_of(const std::string& path) {
 }
 
 bool logged(const std::string& part) {
-  for (const auto& l : g_log)
+  for (const auto& l : testing::run_log())
     if (l.find(part) != std::string::npos) return true;
   return false;
 }
 
-std::string error_of(const TrainOptions& o) {
-  try {
-    run(o);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string error_of(const TrainOptions& o) { return testing::run_error(o); }
 
 struct Variant {
   const char* name;

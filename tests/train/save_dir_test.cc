@@ -17,6 +17,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "tests/common/one_rank_run.h"
 #include "tests/common/test_dir.h"
 #include "train/checkpoint_manifest.h"
 #include "train/trainer.h"
@@ -27,32 +28,16 @@ namespace {
 namespace fs = std::filesystem;
 
 TrainOptions tiny(int steps, const std::string& save_dir) {
-  TrainOptions o;
-  o.model = gpt_preset("tiny");
-  o.steps = steps;
-  o.lr.lr = 1e-3f;
-  o.log_every = 0;
+  TrainOptions o = testing::tiny_run(steps, save_dir);
   o.val_batches = 1;
-  o.save_dir = save_dir;
   return o;
 }
 
-std::vector<std::string> g_log;
-
 TrainResult run(const TrainOptions& o, const TrainHooks& hooks = {}, StopSignals* stop = nullptr) {
-  auto comm = make_self_comm();
-  g_log.clear();
-  return train(o, *comm, [](const std::string& s) { g_log.push_back(s); }, hooks, stop);
+  return testing::run_one_rank(o, hooks, stop);
 }
 
-std::string error_of(const TrainOptions& o) {
-  try {
-    run(o);
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
+std::string error_of(const TrainOptions& o) { return testing::run_error(o); }
 
 bool has(const std::string& s, const std::string& sub) { return s.find(sub) != std::string::npos; }
 
