@@ -3,6 +3,7 @@
 #include "zero/hardware.h"
 
 #include <cmath>
+#include <cstdio>
 
 #include "core/error.h"
 
@@ -154,39 +155,53 @@ nlohmann::json Hardware::to_json() const {
 
 Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
   Hardware h;
-  auto num = [&](const char* key, double lo) {
+  // Each number in its own unit, bounded before it is converted: sizes to 2^56 bytes (64 PiB), rates to
+  // 1e9 GB/s or TFLOP/s, the latency to 1e9 us, ranks per node to 2^20 (a whole number).
+  constexpr double kMaxBytes = 72057594037927936.0, kMaxRate = 1e9;
+  auto shown = [](double x) {
+    char b[32];
+    std::snprintf(b, sizeof b, x == std::floor(x) && std::fabs(x) < 1e18 ? "%.0f" : "%g", x);
+    return std::string(b);
+  };
+  auto num = [&](const char* key, double lo, double hi) {
     TZ_CHECK(j.contains(key) && j[key].is_number(), src, ": hardware field '", key, "' is missing or not a number");
     const double v = j[key].get<double>();
-    TZ_CHECK(std::isfinite(v) && v >= lo, src, ": hardware field '", key, "' must be a number >= ", lo, ", got ", v);
+    TZ_CHECK(std::isfinite(v) && v >= lo && v <= hi, src, ": hardware field '", key, "' must be a number in [", shown(lo),
+             ", ", shown(hi), "], got ", v);
     return v;
   };
   TZ_CHECK(j.is_object(), src, ": a hardware description is a JSON object");
+  for (const char* key : {"name", "source"})
+    TZ_CHECK(!j.contains(key) || j[key].is_string(), src, ": hardware field '", key, "' must be a string");
+  TZ_CHECK(!j.contains("cpu") || j["cpu"].is_boolean(), src, ": hardware field 'cpu' must be true or false");
   h.name = j.value("name", std::string("custom"));
   h.source = j.value("source", src);
   h.cpu = j.value("cpu", false);
-  h.ranks_per_node = int(num("ranks_per_node", 1));
-  h.device_bytes = std::size_t(num("device_bytes", 0));
-  h.host_bytes = std::size_t(num("host_bytes", 0));
-  h.nvme_bytes = std::size_t(num("nvme_bytes", 0));
+  const double ranks = num("ranks_per_node", 1, 1 << 20);
+  TZ_CHECK(ranks == std::floor(ranks), src, ": hardware field 'ranks_per_node' must be a whole number, got ", ranks);
+  h.ranks_per_node = int(ranks);
+  h.device_bytes = std::size_t(num("device_bytes", 0, kMaxBytes));
+  h.host_bytes = std::size_t(num("host_bytes", 0, kMaxBytes));
+  h.nvme_bytes = std::size_t(num("nvme_bytes", 0, kMaxBytes));
   const char* dts[3] = {"fp32", "bf16", "fp16"};
   for (const char* field : {"step_tflops", "peak_tflops"}) {
     TZ_CHECK(j.contains(field) && j[field].is_object(), src, ": hardware field '", field,
              "' must be an object {\"fp32\": ..., \"bf16\": ..., \"fp16\": ...}");
     for (int i = 0; i < 3; ++i) {
       const nlohmann::json& v = j[field].value(dts[i], nlohmann::json(0.0));
-      TZ_CHECK(v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= 0, src, ": ", field, ".",
-               dts[i], " must be a number >= 0");
+      TZ_CHECK(v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= 0 && v.get<double>() <= kMaxRate,
+               src, ": ", field, ".", dts[i], " must be a number in [0, ", shown(kMaxRate), "]");
       (std::string(field) == "step_tflops" ? h.step_tflops : h.peak_tflops)[i] = v.get<double>();
     }
   }
-  h.device_gbs = num("device_gbs", 0);
-  h.cpu_adam_gbs = num("cpu_adam_gbs", 0);
-  h.link_gbs = num("link_gbs", 0);
-  h.nvme_read_gbs = num("nvme_read_gbs", 0);
-  h.nvme_write_gbs = num("nvme_write_gbs", 0);
-  h.intra_gbs = num("intra_gbs", 0);
-  h.inter_gbs = num("inter_gbs", 0);
-  h.latency_us = num("latency_us", 0);
+  h.device_gbs = num("device_gbs", 0, kMaxRate);
+  h.cpu_adam_gbs = num("cpu_adam_gbs", 0, kMaxRate);
+  h.link_gbs = num("link_gbs", 0, kMaxRate);
+  h.nvme_read_gbs = num("nvme_read_gbs", 0, kMaxRate);
+  h.nvme_write_gbs = num("nvme_write_gbs", 0, kMaxRate);
+  h.intra_gbs = num("intra_gbs", 0, kMaxRate);
+  h.inter_gbs = num("inter_gbs", 0, kMaxRate);
+  h.latency_us = num("latency_us", 0, 1e9);
   return h;
 }
 
