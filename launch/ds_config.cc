@@ -452,7 +452,7 @@ class Reader {
     deprecated_cpu_offload(v, "cpu_offload_param", "offload_param", "offload-param", off.param);
     if (auto* x = find(v, "offload_optimizer")) offload_section(*x, p + "offload_optimizer", false, off);
     if (auto* x = find(v, "offload_param")) offload_section(*x, p + "offload_param", true, off);
-    if (auto* x = find(v, "sub_group_size")) off.sub_group_size = r_.count(*x, p + "sub_group_size", 1);
+    if (auto* x = find(v, "sub_group_size")) off.sub_group_size = r_.count(*x, p + "sub_group_size", 0);
     for (const std::string& key : dropped) {
       std::string value = "DeepSpeed's default";
       const char* flag = nullptr;

@@ -122,5 +122,19 @@ TEST(TrainFlags, ZeroSizesThatDeepSpeedAcceptsMeanWhatTheyMeanThere) {
   EXPECT_EQ(plan_memory(plan_inputs(o, 2, 0)).buckets.launches(), plan_memory(plan_inputs(o, 2, 0)).map.groups());
 }
 
+// DeepSpeed's sub_group_size of 0 makes every parameter a sub-group of its own: the smallest there is.
+// Here it is the smallest sub-group the NVMe pipeline has, one aio block's elements (fp32 states on a
+// block boundary in 2-byte shards: block / 2 elements).
+TEST(TrainFlags, ASubGroupSizeOfZeroIsTheSmallestSubGroup) {
+  testing::TestDir dir;
+  const std::string cfg = config(dir, R"({"zero_optimization": {"stage": 3, "sub_group_size": 0,
+      "offload_optimizer": {"device": "nvme", "nvme_path": "/tmp"}}})");
+  TrainOptions o = resolve({"--config", cfg});
+  EXPECT_EQ(o.offload.sub_group_size, 0u);
+  const MemoryPlan p = plan_memory(plan_inputs(o, 2, 0));
+  EXPECT_EQ(p.optimizer_swap.chunk, o.offload.aio_block_size / 2);
+  EXPECT_EQ(p.update_chunk, o.offload.aio_block_size / 2);
+}
+
 }  // namespace
 }  // namespace tz
