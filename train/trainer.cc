@@ -484,7 +484,8 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
   if (!resume_dir.empty()) ckpt = open_resume(resume_dir, opt, comm, log);
   const std::string run_id = ckpt ? ckpt->manifest().run_id : fresh_run_id(opt, comm);
   if (lease && comm.rank() == 0)
-    log("checkpoints go to " + opt.save_dir + " (run " + run_id + (ckpt ? ", continued" : ", new") + ")");
+    log("checkpoints go to " + opt.save_dir + " (run " + (run_id.empty() ? "id none: its checkpoint predates run ids" : run_id) +
+        (ckpt ? ", continued" : ", new") + ")");
   Run run(opt, comm, hooks, ckpt.get());
   if (comm.rank() == 0) {
     log(startup_line(opt, run.plan, comm.size()));
