@@ -4,6 +4,7 @@ set -euo pipefail
 SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
+# ccache: the compiler cache scripts/build.sh and scripts/test.sh use (scripts/compiler_cache.sh).
 # The GPU bundle (scripts/gpu-bundle.sh) needs patchelf and xz; its rehearsal on a bare root
 # (scripts/gpu-bundle-rehearse.sh) debootstrap. The PyTorch peer's test at a tiny size needs Debian's torch
 # (libopenblas0-pthread: without it torch falls back to the reference BLAS, ~50x slower).
@@ -17,7 +18,7 @@ for svc in munge slurmctld slurmd; do
 done
 $SUDO apt-get update -q
 $SUDO apt-get install -y -q --no-install-recommends \
-  build-essential cmake ninja-build pkg-config \
+  build-essential cmake ninja-build pkg-config ccache \
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers \
   libopenmpi-dev openmpi-bin \
   liburing-dev libxxhash-dev \

@@ -15,7 +15,9 @@ fi
 (cd "$BUILD_DIR" && ctest --output-on-failure -j "$(nproc)" --timeout 900)
 if [ "${TZ_POISON:-1}" != "0" ]; then
   POISON_DIR=${BUILD_DIR}-poison
-  cmake -S . -B "$POISON_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTZ_CUDA=OFF -DTZ_POISON_DEVICE_MEMORY=ON
+  source scripts/compiler_cache.sh
+  cmake -S . -B "$POISON_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DTZ_CUDA=OFF -DTZ_POISON_DEVICE_MEMORY=ON \
+    "${TZ_CACHE_FLAGS[@]}"
   cmake --build "$POISON_DIR" -j "$(nproc)"
   (cd "$POISON_DIR" && ctest --output-on-failure -j "$(nproc)" --timeout 900)
 fi
