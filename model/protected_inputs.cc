@@ -36,6 +36,14 @@ fs::path canonical_of(const std::string& path) {
 
 bool same_node(const struct stat& st, const Entry& e) { return e.exists && st.st_dev == e.dev && st.st_ino == e.ino; }
 
+// Whether e's path still names the node it named when it was protected. A protected folder the run
+// itself removes (a resumed checkpoint that --keep-last prunes) frees its inode for reuse by a new
+// file or folder, which must not be taken for the input: the node is compared only while it is there.
+bool still_there(const Entry& e) {
+  struct stat st {};
+  return e.exists && ::stat(e.canonical.c_str(), &st) == 0 && same_node(st, e);
+}
+
 const char* kind_of(mode_t m) {
   return S_ISDIR(m) ? "a folder" : S_ISCHR(m) ? "a character device" : S_ISBLK(m) ? "a block device"
          : S_ISFIFO(m) ? "a FIFO" : S_ISSOCK(m) ? "a socket" : S_ISREG(m) ? "a file" : "not a regular file";
@@ -43,11 +51,11 @@ const char* kind_of(mode_t m) {
 
 // `path` is `e` itself, or lies inside it: by resolved name, or through a folder on the way up that is
 // the same node as `e` (a bind mount, a second hard-linked name).
-bool inside(const fs::path& out, const Entry& e) {
+bool inside(const fs::path& out, const Entry& e, bool node_valid) {
   if (!e.folder && e.exists) return false;
   const std::string a = out.string(), b = e.canonical.string();
   if (a.size() > b.size() && a.compare(0, b.size(), b) == 0 && (b.back() == '/' || a[b.size()] == '/')) return true;
-  if (!e.exists) return false;
+  if (!node_valid) return false;
   for (fs::path p = out.parent_path();; p = p.parent_path()) {
     struct stat st {};
     if (::stat(p.c_str(), &st) == 0 && same_node(st, e)) return true;
@@ -99,13 +107,14 @@ void check_output_target(const std::string& path, const std::string& what, Outpu
   const fs::path out = canonical_of(path);
   std::lock_guard<std::mutex> lock(g_mutex);
   for (const Entry& e : g_inputs) {
-    const bool same = out == e.canonical || (resolves && same_node(st, e));
+    const bool node_valid = still_there(e);
+    const bool same = out == e.canonical || (resolves && node_valid && same_node(st, e));
     if (same && e.writer == what && !link) continue;  // the one writer that replaces this input
     const char* how = !same ? "" : link ? " (it is a symlink to it)"
                       : resolves && st.st_nlink > 1 && out != e.canonical ? " (a hard link to it)" : "";
     TZ_CHECK(!same, what, " '", path, "' is ", e.what, " '", e.given, "'", how,
              ", which this command reads: writing it would destroy the input; choose another path");
-    TZ_CHECK(!inside(out, e), what, " '", path, "' is inside ", e.what, " '", e.given,
+    TZ_CHECK(!inside(out, e, node_valid), what, " '", path, "' is inside ", e.what, " '", e.given,
              "', which this command reads: writing there would change the input; choose a path outside it");
   }
 }

@@ -159,6 +159,32 @@ TEST(ProtectedInputs, TheTargetIsCheckedAgainJustBeforeTheRename) {
   EXPECT_EQ(entries(dir.path()), 0);
 }
 
+// A protected folder the command itself removes (a resumed checkpoint pruned by --keep-last) frees its
+// inode; a new folder that reuses it is not the input. (Where the file system hands the inode out again:
+// ext4 does at once; tmpfs never, and the test then skips.)
+TEST(ProtectedInputs, AFolderThatReusesTheInodeOfARemovedInputIsNotTheInput) {
+  testing::TestDir dir;
+  const std::string ckpt = dir.file("step-00000004");
+  fs::create_directories(ckpt);
+  struct stat st {};
+  ASSERT_EQ(::stat(ckpt.c_str(), &st), 0);
+  const ProtectedInput p(ckpt, "the checkpoint being resumed");
+  fs::remove(ckpt);
+  std::string reused;
+  for (int i = 0; i < 64 && reused.empty(); ++i) {
+    const std::string d = dir.file(".tmp-step-" + std::to_string(i));
+    fs::create_directory(d);
+    struct stat now {};
+    ASSERT_EQ(::stat(d.c_str(), &now), 0);
+    if (now.st_ino == st.st_ino && now.st_dev == st.st_dev) reused = d;
+  }
+  if (reused.empty()) GTEST_SKIP() << "this file system gave no new folder the removed folder's inode";
+  write_file(reused + "/rank-00000.bin", "data");
+  EXPECT_EQ(bytes_of(reused + "/rank-00000.bin"), "data");
+  const std::string m = error_message([&] { write_file(ckpt + "/x", "x"); });  // by name it stays protected
+  EXPECT_TRUE(has(m, "is inside the checkpoint being resumed")) << m;
+}
+
 // A bind mount gives a protected folder a second name the path cannot show: the folders on the way up
 // are compared by device and inode. Needs a private mount namespace (root).
 TEST(ProtectedInputs, AFolderBindMountedElsewhereIsStillProtected) {
