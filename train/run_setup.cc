@@ -1,0 +1,152 @@
+// A Run's set-up: the plan (planned again against a GPU's free memory), the device, its communicator,
+// the planned buffers, the data, --init-from, the engine and the model.
+#include "train/run_setup.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <xxhash.h>
+
+#include "comm/device_comm.h"
+#include "core/backend.h"
+#include "core/error.h"
+#include "model/gpt_init.h"
+#include "model/safetensors.h"
+#include "train/collective_util.h"
+#include "train/corpus_data.h"
+#include "train/rank_agreement.h"
+#include "zero/plan_advice.h"
+
+namespace tz {
+
+DeviceOptions device_options(const TrainOptions& opt) {
+  DeviceOptions d;
+  d.device_mem = opt.device_mem;
+  d.host_mem = opt.offload.host_mem;
+  d.gpu = opt.gpu;
+  d.tf32 = opt.tf32;
+  d.attention_bf16 = opt.attention_math == "bf16" || (opt.attention_math == "auto" && opt.dtype != DType::f32);
+  d.pinning =
+      opt.offload.pin_memory && !opt.offload.allow_unpinned ? Pinning::required : Pinning::best_effort;
+  return d;
+}
+
+namespace {
+
+// Loads --init-from on every rank, then the ranks compare the XXH3-64 of every byte each read, before
+// anything uses the values: ranks given different weights stop on every rank, naming --init-from.
+void load_init_from(const TrainOptions& opt, Communicator& comm, const ParamLayout& layout,
+                    std::vector<std::vector<float>>& loaded) {
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> h(XXH3_createState(), &XXH3_freeState);
+  TZ_CHECK(h && XXH3_64bits_reset(h.get()) == XXH_OK, "cannot start a hash of --init-from");
+  std::uint64_t bytes = 0;
+  on_every_rank(comm, "load --init-from " + opt.init_from, [&] {
+    load_gpt_safetensors(opt.init_from, layout, loaded, [&](const void* p, std::size_t n) {
+      XXH3_64bits_update(h.get(), p, n);
+      bytes += n;
+    });
+  });
+  char b[80];
+  std::snprintf(b, sizeof b, "%llu bytes read, xxh3 %016llx", static_cast<unsigned long long>(bytes),
+                static_cast<unsigned long long>(XXH3_64bits_digest(h.get())));
+  check_settings_agree({{"the contents of --init-from", b}}, comm);
+}
+
+}  // namespace
+
+PlanInputs plan_inputs(const TrainOptions& opt, int world, int rank) {
+  PlanInputs in;
+  in.device = opt.device;
+  in.model = opt.model;
+  in.shape = GptShape{opt.micro_batch, opt.seq_len};
+  in.dtype = opt.dtype;
+  in.checkpointing = opt.checkpointing;
+  in.zero = opt.zero;
+  in.offload = opt.offload;
+  in.world = world;
+  in.rank = rank;
+  in.budget[0] = opt.device_mem;
+  in.budget[1] = opt.offload.host_mem;
+  in.budget[2] = opt.offload.nvme_mem;
+  return in;
+}
+
+Run::Run(const TrainOptions& opt, Communicator& comm, const TrainHooks& hooks, const CheckpointReader* ckpt)
+    : plan(plan_memory(plan_inputs(opt, comm.size(), comm.rank()))) {
+  check_fits_with_advice(plan);  // a refusal names the smallest changes that fit
+  dev = make_device(opt.device, device_options(opt));
+  if (opt.device == DeviceKind::cuda) {
+    // Planned again against what the GPU can give: its budget (--device-mem, or the free memory less
+    // the reserve) less what the device took when it started (the cuBLASLt workspace).
+    const MemoryBudget& b = dev->budget(MemoryKind::device);
+    PlanInputs in = plan.in;
+    in.budget[0] = std::min(in.budget[0], b.budget() - b.used());
+    plan = plan_memory(in);
+    check_fits_with_advice(plan);
+  }
+  stream = dev->create_stream();
+  // Device buffers travel over NCCL on a cuda device (bootstrapped over `comm`, which keeps the host
+  // collectives); collectives wait for the compute stream's work, not for the host.
+  device_comm_owned = make_device_comm(comm, *dev);
+  dcomm = device_comm_owned ? device_comm_owned.get() : &comm;
+  dcomm->set_producer_stream(stream.get());
+  done = dev->create_event();
+  planned = std::make_unique<PlannedBuffers>(*dev, plan.buffers);
+  CorpusData corpus = load_corpus(opt);
+  train_loader = std::make_unique<DataLoader>(std::move(corpus.train), opt.micro_batch, opt.seq_len,
+                                              comm.rank(), comm.size(), opt.seed, opt.shuffle,
+                                              opt.model.vocab_size, corpus.train_name);
+  if (!corpus.val.empty())
+    val_loader =
+        std::make_unique<DataLoader>(std::move(corpus.val), opt.micro_batch, opt.seq_len, comm.rank(),
+                                     comm.size(), opt.seed, false, opt.model.vocab_size, corpus.val_name);
+  EngineConfig ec{opt.adam, opt.lr, opt.fp16, opt.grad_accum};
+  ec.lr.total_steps = opt.steps;
+  std::vector<std::vector<float>> loaded;  // --init-from: the file's groups, handed out one by one
+  if (!opt.init_from.empty()) load_init_from(opt, comm, plan.layout, loaded);
+  auto init = [&](int g, std::vector<float>& values) {
+    if (ckpt) {
+      values.resize(plan.layout.groups[g].count);
+      return ckpt->read(g, StateArray::master, 0, values.size(), values.data());
+    }
+    if (loaded.empty()) return init_gpt_group(opt.model, plan.layout, opt.seed, g, values);
+    values = std::move(loaded[g]);
+    loaded[g] = {};
+  };
+  engine = std::make_unique<Engine>(*dev, *stream, *dcomm, plan, *planned, ec, init, hooks.engine);
+  engine->set_host_comm(comm);
+  const MemoryKind act_home =
+      opt.offload.activations == Tier::host ? MemoryKind::pinned_host : MemoryKind::device;
+  model = std::make_unique<Gpt>(*dev, opt.model, GptShape{opt.micro_batch, opt.seq_len}, opt.dtype,
+                                opt.checkpointing, *planned, act_home);
+  losses = planned->take<double>(kLossSums);
+  readback = planned->take<double>(kLossReadback);
+  tokens = planned->take<std::int32_t>(kTokenStaging);
+  for (auto& e : tokens_used) e = dev->create_event();
+  dev->backend().memset_async(*stream, losses.data(), 0, losses.bytes());
+  planned->expect_all_taken();  // what was allocated is exactly what the plan lists
+}
+
+Run::~Run() {
+  if (dcomm) dcomm->set_producer_stream(nullptr);  // the stream goes before `comm` does
+}
+
+void Run::reduce_scalars(int i, int n, ReduceOp op) {
+  Backend& be = dev->backend();
+  if (dcomm->size() > 1) dcomm->all_reduce(losses.data() + i, n, DType::f64, op)->wait(*stream);
+  be.copy_async(*stream, readback.data() + i, losses.data() + i, n * sizeof(double));
+  be.memset_async(*stream, losses.data() + i, 0, n * sizeof(double));
+  done->record(*stream);
+  done->synchronize();
+}
+
+std::pair<std::int32_t*, std::int32_t*> Run::next_tokens(std::size_t BT) {
+  token_set ^= 1;
+  tokens_used[token_set]->synchronize();
+  std::int32_t* in = tokens.data() + std::size_t(token_set) * 2 * BT;
+  return {in, in + BT};
+}
+
+}  // namespace tz

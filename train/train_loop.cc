@@ -1,0 +1,160 @@
+// The Loop's step (micro-steps, the optimizer step, the stop flag), its report (the progress line and
+// the metrics record) and validation; the fp16 outcome check at a run's end.
+#include "train/train_loop.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "core/backend.h"
+#include "core/error.h"
+
+namespace tz {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+}  // namespace
+
+void Loop::step(int s, TrainResult& result) {
+  const CommStats before = run_.dcomm->stats();
+  StepTimes t;
+  const auto t0 = Clock::now();
+  const float dscale = run_.engine->dloss_scale();
+  for (int micro = 0; micro < opt_.grad_accum; ++micro) {
+    auto ta = Clock::now();
+    const auto [inputs, targets] = run_.next_tokens(BT_);
+    run_.train_loader->next_batch(inputs, targets);
+    auto tb = Clock::now();
+    run_.engine->begin_micro_step(micro == opt_.grad_accum - 1);
+    run_.model->forward(*run_.engine, inputs, targets, dscale, run_.losses.data(), *run_.stream);
+    run_.tokens_copied(*run_.stream);
+    auto tc = Clock::now();
+    run_.model->backward(*run_.engine, *run_.stream);
+    run_.engine->end_micro_step();
+    if (hooks_.before_step && micro == opt_.grad_accum - 1) hooks_.before_step(s, *run_.engine);
+    t.data += std::chrono::duration<double, std::milli>(tb - ta).count();
+    t.forward += std::chrono::duration<double, std::milli>(tc - tb).count();
+    t.backward += ms_since(tc);
+  }
+  const auto t3 = Clock::now();
+  const StepStats st = run_.engine->step();
+  t.optimizer = ms_since(t3);
+  const double tokens = double(BT_) * opt_.grad_accum * comm_.size();
+  // The stop flag rides with the loss: a signal seen by any rank stops every rank after the same step.
+  run_.readback.data()[kStopSlot] = stop_ && stop_->first.load() ? 1.0 : 0.0;
+  run_.dev->backend().copy_async(*run_.stream, run_.losses.data() + kStopSlot, run_.readback.data() + kStopSlot,
+                                 sizeof(double));
+  run_.reduce_scalars(0, 2);
+  const float loss = float(run_.readback.data()[0] / tokens);
+  if (run_.readback.data()[kStopSlot] > 0) stop_requested_ = true;
+  // fp16: an overflowing step is skipped (no update), so its loss may be non-finite; the run's end checks
+  // that something was trained (check_fp16_outcome).
+  TZ_CHECK(std::isfinite(loss) || (opt_.dtype == DType::f16 && st.skipped), "the training loss is ", loss,
+           " at step ", s, ": training diverged; lower --lr or raise --warmup");
+  t.step = ms_since(t0);
+  report(s, loss, st, t, before, result);
+}
+
+void Loop::report(int s, float loss, const StepStats& st, const StepTimes& t, const CommStats& before,
+                  TrainResult& result) {
+  result.losses.push_back(loss);
+  result.loss_scales.push_back(st.loss_scale);
+  result.mean_step_ms += t.step / opt_.steps;
+  if (st.skipped) {
+    result.skipped_steps.push_back(s);
+    char b[160];
+    std::snprintf(b, sizeof b,
+                  "step %d skipped on every rank: fp16 gradient overflow at loss scale %g (now %g)", s,
+                  st.loss_scale, run_.engine->dloss_scale() * opt_.grad_accum);
+    log(b);
+  }
+  const CommStats after = run_.dcomm->stats();
+  const double wait_ms = comm_wait_ms(after, before);
+  const double tok_s = double(BT_) * opt_.grad_accum * comm_.size() / (t.step / 1000.0);
+  MemoryBudget& dev = run_.dev->budget(MemoryKind::device);
+  MemoryBudget& host = run_.dev->budget(MemoryKind::pinned_host);
+  if (opt_.log_every > 0 && (s % opt_.log_every == 0 || s == 1 || s == opt_.steps)) {
+    char line[400];
+    std::snprintf(line, sizeof line,
+                  "step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %8.1f ms (comm wait %.1f) | %.0f tok/s | "
+                  "device %s | "
+                  "host %s | optimizer %.1f ms",
+                  s, opt_.steps, loss, st.lr, st.grad_norm, t.step, wait_ms, tok_s,
+                  format_bytes(dev.used()).c_str(), format_bytes(host.used()).c_str(), t.optimizer);
+    log(line);
+  }
+  nlohmann::json rec = {
+      {"step", s},
+      {"loss", loss},
+      {"lr", st.lr},
+      {"grad_norm", st.grad_norm},
+      {"loss_scale", st.loss_scale},
+      {"skipped", st.skipped},
+      {"tokens_per_s", tok_s},
+      {"ms",
+       {{"data", t.data},
+        {"forward", t.forward},
+        {"backward", t.backward},
+        {"optimizer", t.optimizer},
+        {"comm_wait", wait_ms},
+        {"step", t.step}}},
+      {"comm", comm_record(after, before)},
+      {"comm_overlap", comm_overlap_record(after, before)},
+      {"offload", offload_record(*run_.engine, t)},
+      {"speculative_optimizer", {{"kept", st.speculative_kept}, {"rolled_back", st.speculative_rolled_back}}},
+      {"bytes", {{"device", dev.used()}, {"host", host.used()}, {"nvme", run_.engine->nvme_budget().used()}}},
+      {"peak_bytes",
+       {{"device", dev.peak()}, {"host", host.peak()}, {"nvme", run_.engine->nvme_budget().peak()}}}};
+  metrics_.write(rec);
+  result.metrics.push_back(std::move(rec));
+}
+
+void Loop::validate(int s, TrainResult& result) {
+  DataLoader* val = run_.val_loader.get();
+  if (!val) return;
+  val->reset();
+  const int n = std::max(1, std::min<int>(opt_.val_batches, int(val->batches_per_epoch())));
+  for (int i = 0; i < n; ++i) {
+    const auto [inputs, targets] = run_.next_tokens(BT_);
+    val->next_batch(inputs, targets);
+    run_.engine->begin_micro_step(false);
+    run_.model->forward(*run_.engine, inputs, targets, 1.0f, run_.losses.data() + kValSlot, *run_.stream);
+    run_.tokens_copied(*run_.stream);
+  }
+  run_.reduce_scalars(kValSlot, 1);
+  result.val_loss = float(run_.readback.data()[kValSlot] / (double(BT_) * n * comm_.size()));
+  if (SwapStats* pw = run_.engine->param_io_stats()) pw->reset();  // the next step's metrics count its own
+  TZ_CHECK(std::isfinite(result.val_loss), "the validation loss is ", result.val_loss, " at step ", s,
+           ": training diverged; lower --lr or raise --warmup");
+  char b[128];
+  std::snprintf(b, sizeof b, "step %d | val loss %.4f (%d batches x %d rank%s)", s, result.val_loss, n,
+                comm_.size(), comm_.size() == 1 ? "" : "s");
+  log(b);
+  nlohmann::json rec = {{"step", s}, {"val_loss", result.val_loss}};
+  metrics_.write(rec);
+  result.metrics.push_back(rec);
+}
+
+void check_fp16_outcome(const TrainOptions& opt, const TrainResult& r, int start, int last, bool stopped) {
+  if (opt.dtype != DType::f16 || r.losses.empty()) return;
+  std::string unsaved = opt.save_dir.empty() ? "" : "the final checkpoint";
+  if (!opt.save_safetensors.empty()) unsaved += (unsaved.empty() ? "" : " and ") + opt.save_safetensors;
+  unsaved = unsaved.empty() ? "no model was written"
+                            : unsaved + (opt.save_dir.empty() || opt.save_safetensors.empty() ? " was" : " were") +
+                                  " not written";
+  TZ_CHECK(std::isfinite(r.losses.back()), "the training loss is ", r.losses.back(), " at step ", last,
+           ", the last (fp16): training diverged and ", unsaved, "; lower --lr or raise --warmup, or train in bf16");
+  TZ_CHECK(stopped || r.skipped_steps.size() < r.losses.size(), "every step of this run (", start + 1, " to ", last,
+           ") was skipped: the fp16 gradients overflowed at every loss scale tried (the last ", r.loss_scales.back(),
+           "), so nothing was trained and ", unsaved,
+           "; lower --loss-scale (0: dynamic) or --initial-scale-power and --min-loss-scale, or train in bf16");
+}
+
+}  // namespace tz

@@ -1,0 +1,65 @@
+// A Loop: one job's steps on top of a Run (train/run_setup.h): micro-steps with gradient accumulation,
+// the optimizer step, the stop flag that rides with the loss, validation, the progress line and the
+// per-step metrics.
+#pragma once
+
+#include <cstddef>
+#include <string>
+
+#include "comm/communicator.h"
+#include "train/metrics_file.h"
+#include "train/run_setup.h"
+#include "train/stop_signals.h"
+#include "train/step_metrics.h"
+#include "train/train_hooks.h"
+#include "train/train_options.h"
+#include "train/trainer.h"
+
+namespace tz {
+
+inline constexpr int kStopSlot = 1, kValSlot = 2;  // in the scalars: [train loss sum, stop flag, val loss sum]
+
+// One job's loop state on top of a Run: the step, validation, logging and metrics.
+class Loop {
+ public:
+  Loop(const TrainOptions& opt, Communicator& comm, const LogFn& log, const TrainHooks& hooks, Run& run,
+       const StopSignals* stop)
+      : opt_(opt),
+        comm_(comm),
+        log_(log),
+        hooks_(hooks),
+        run_(run),
+        stop_(stop),
+        metrics_(comm.rank() == 0 ? opt.metrics : std::string()),
+        BT_(std::size_t(opt.micro_batch) * opt.seq_len) {}
+
+  void step(int s, TrainResult& result);
+  void validate(int s, TrainResult& result);
+  // Whether a rank saw a stop signal before the last step's reduction (the same on every rank).
+  bool stop_requested() const { return stop_requested_; }
+
+ private:
+  void log(const std::string& line) const {
+    if (comm_.rank() == 0) log_(line);
+  }
+  void report(int s, float loss, const StepStats& st, const StepTimes& t, const CommStats& before,
+              TrainResult& result);
+
+  const TrainOptions& opt_;
+  Communicator& comm_;
+  const LogFn& log_;
+  const TrainHooks& hooks_;
+  Run& run_;
+  const StopSignals* stop_;
+  bool stop_requested_ = false;
+  MetricsFile metrics_;
+  std::size_t BT_;
+};
+
+// An fp16 run whose last loss is not finite diverged, and one whose every step overflowed (and was
+// skipped) trained nothing: either fails before its final checkpoint and model are written, as a
+// diverged fp32 run does (every rank sees the same reduced losses and skips: all throw). A run a signal
+// stopped after skipped steps only is not failed: its checkpoint holds the unchanged, finite weights.
+void check_fp16_outcome(const TrainOptions& opt, const TrainResult& r, int start, int last, bool stopped);
+
+}  // namespace tz
