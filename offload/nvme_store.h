@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "offload/uring_file.h"
+#include "offload/uring_engine.h"
 
 namespace tz {
 
@@ -23,7 +23,7 @@ struct NvmeStoreOptions {
   unsigned queue_depth = 8;                       // aio.queue_depth (DeepSpeed's default, 8)
   Checksums checksums = Checksums::on;
   std::string run_id;  // names <path>/tierzero-<run_id>-r<rank>/; the same on every rank of a job
-  CompletionFilter completion_filter;  // test seam: rewrites completion results (uring_file.h)
+  CompletionFilter completion_filter;  // test seam: rewrites completion results (uring_engine.h)
 };
 
 // A run id for NvmeStoreOptions::run_id: UTC time and the process id, e.g. "20261130-142501-4242".

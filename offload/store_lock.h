@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "offload/uring_file.h"
+#include "offload/file_descriptor.h"
 
 namespace tz {
 

@@ -1,9 +1,6 @@
-// io_uring I/O for the NVMe tier: RAII file descriptors and rings, and UringEngine, which moves
-// whole extents between host memory and one or more (striped) O_DIRECT files at a fixed queue depth.
+// UringEngine: moves whole extents between host memory and one or more (striped) O_DIRECT files with
+// io_uring at a fixed queue depth, on one thread of its own.
 #pragma once
-
-#include <fcntl.h>
-#include <sys/types.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -19,70 +16,12 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.h"  // submit() and IoHandle::wait() throw tz::Error
-
-struct io_uring;
+#include "core/error.h"  // submit() throws tz::Error
+#include "offload/file_descriptor.h"
+#include "offload/io_handle.h"
+#include "offload/uring_ring.h"
 
 namespace tz {
-
-// An open file descriptor and the path it came from (for error messages). Move-only; closes on
-// destruction and logs (never throws) if close fails.
-class FileDescriptor {
- public:
-  FileDescriptor() = default;
-  FileDescriptor(int fd, std::string path) : fd_(fd), path_(std::move(path)) {}
-  // open(2), or a tz::Error naming the path and errno. EINVAL with O_DIRECT is reported as "the
-  // filesystem does not support O_DIRECT".
-  static FileDescriptor open(const std::string& path, int flags, mode_t mode = 0600);
-  ~FileDescriptor() { close(); }
-  FileDescriptor(const FileDescriptor&) = delete;
-  FileDescriptor& operator=(const FileDescriptor&) = delete;
-  FileDescriptor(FileDescriptor&& o) noexcept : fd_(std::exchange(o.fd_, -1)), path_(std::move(o.path_)) {}
-  FileDescriptor& operator=(FileDescriptor&& o) noexcept {
-    if (this != &o) {
-      close();
-      fd_ = std::exchange(o.fd_, -1);
-      path_ = std::move(o.path_);
-    }
-    return *this;
-  }
-
-  int get() const { return fd_; }
-  const std::string& path() const { return path_; }
-  explicit operator bool() const { return fd_ >= 0; }
-  void close() noexcept;
-
- private:
-  int fd_ = -1;
-  std::string path_;
-};
-
-// One io_uring instance with `entries` submission slots. Move-only; the ring lives on the heap so a
-// move never relocates the struct the kernel's mmaps are described by.
-class UringRing {
- public:
-  // Throws tz::Error with the errno (ENOSYS: kernel without io_uring; EPERM: disabled by
-  // kernel.io_uring_disabled or a seccomp profile).
-  explicit UringRing(unsigned entries);
-  ~UringRing();
-  UringRing(const UringRing&) = delete;
-  UringRing& operator=(const UringRing&) = delete;
-  UringRing(UringRing&&) noexcept = default;
-  UringRing& operator=(UringRing&&) noexcept = default;
-
-  io_uring* get() { return ring_.get(); }
-  unsigned entries() const { return entries_; }
-
- private:
-  struct Deleter {
-    void operator()(io_uring* r) const noexcept;
-  };
-  std::unique_ptr<io_uring, Deleter> ring_;
-  unsigned entries_ = 0;
-};
-
-enum class IoOp : std::uint8_t { read, write };
-const char* io_op_name(IoOp op);
 
 // What the test seam sees of one completion.
 struct CompletionInfo {
@@ -122,31 +61,6 @@ struct UringStats {
   std::uint64_t plain_ops = 0;  // submitted as plain READ/WRITE
   std::uint64_t short_completions = 0;
   std::uint64_t retries = 0;  // -EAGAIN / -EINTR / no-progress resubmissions
-};
-
-namespace detail {
-struct IoRequest;
-}
-
-// The caller's side of one submitted extent. wait() blocks until every block has landed (and was
-// verified), then throws the request's tz::Error if it failed. Move-only; destroying an unwaited
-// handle waits (the kernel may still be writing into the caller's buffer) and logs a failure.
-class IoHandle {
- public:
-  IoHandle() = default;
-  explicit IoHandle(std::shared_ptr<detail::IoRequest> r) : req_(std::move(r)) {}
-  ~IoHandle();
-  IoHandle(const IoHandle&) = delete;
-  IoHandle& operator=(const IoHandle&) = delete;
-  IoHandle(IoHandle&&) noexcept = default;
-  IoHandle& operator=(IoHandle&& o) noexcept;
-
-  void wait();
-  bool ready() const;
-  bool valid() const { return req_ != nullptr; }
-
- private:
-  std::shared_ptr<detail::IoRequest> req_;
 };
 
 // Moves extents between memory and files with io_uring. A logical offset maps onto the files in

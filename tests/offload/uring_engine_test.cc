@@ -1,7 +1,7 @@
-// Tests offload/uring_file.h: the io_uring engine moves striped extents intact, resumes short and
+// Tests offload/uring_engine.h: the io_uring engine moves striped extents intact, resumes short and
 // interrupted transfers, turns errors into tz::Error with path/offset/errno, and never hangs. Faults
 // come through the engine's completion filter (its test seam).
-#include "offload/uring_file.h"
+#include "offload/uring_engine.h"
 
 #include <gtest/gtest.h>
 #include <unistd.h>

@@ -1,6 +1,6 @@
 // io_uring engine for the NVMe tier: one thread keeps up to queue_depth blocks in flight, resumes
 // short and interrupted transfers, and fails an extent with the path, offset, length and errno.
-#include "offload/uring_file.h"
+#include "offload/uring_engine.h"
 
 #include <liburing.h>
 #include <sys/resource.h>
@@ -26,26 +26,6 @@ static_assert(IO_URING_VERSION_MAJOR > 2 || (IO_URING_VERSION_MAJOR == 2 && IO_U
 
 namespace tz {
 
-namespace detail {
-// One submitted extent. Fields other than `done` belong to the engine thread until `done` is set
-// (release); the waiter reads `failed` and `error` only after seeing it (acquire).
-struct IoRequest {
-  IoOp op = IoOp::read;
-  std::uint64_t offset = 0;  // logical, a multiple of block_size
-  std::uint64_t bytes = 0;
-  std::byte* buf = nullptr;
-  std::uint64_t first_block = 0;
-  std::uint64_t nblocks = 0;
-  std::uint64_t next = 0;      // next block to issue
-  std::uint64_t inflight = 0;  // issued, not yet finished (in the kernel, resuming, or awaiting its hook)
-  std::uint64_t finished = 0;
-  bool failed = false;
-  bool closed = false;  // `done` was set; the engine forgets it
-  std::string error;
-  std::atomic<bool> done{false};
-};
-}  // namespace detail
-
 using detail::IoRequest;
 
 namespace {
@@ -66,77 +46,6 @@ std::string errno_text(int err) { return detail::concat("errno ", err, " (", std
 constexpr std::size_t kMaxFixedBuffer = std::size_t(1) << 30;
 
 }  // namespace
-
-const char* io_op_name(IoOp op) { return op == IoOp::read ? "read" : "write"; }
-
-// ---------------------------------------------------------------- FileDescriptor, UringRing
-
-FileDescriptor FileDescriptor::open(const std::string& path, int flags, mode_t mode) {
-  int fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
-  if (fd < 0) {
-    int err = errno;
-    if (err == EINVAL && (flags & O_DIRECT))
-      TZ_FAIL("cannot open ", path, " with O_DIRECT: its filesystem does not support direct I/O (",
-              errno_text(err), "); put the NVMe path on ext4, xfs or another filesystem that does");
-    TZ_FAIL("cannot open ", path, ": ", errno_text(err));
-  }
-  return FileDescriptor(fd, path);
-}
-
-void FileDescriptor::close() noexcept {
-  if (fd_ < 0) return;
-  if (::close(fd_) != 0) log_line("warning: close(" + path_ + ") failed: " + errno_text(errno));
-  fd_ = -1;
-}
-
-UringRing::UringRing(unsigned entries) : entries_(entries) {
-  auto ring = std::make_unique<io_uring>();
-  int rc = io_uring_queue_init(entries, ring.get(), 0);
-  if (rc < 0) {
-    const char* hint = rc == -ENOSYS ? ": the kernel has no io_uring"
-                       : rc == -EPERM
-                           ? ": io_uring is disabled (sysctl kernel.io_uring_disabled, or a seccomp "
-                             "profile such as a container runtime's default)"
-                           : "";
-    TZ_FAIL("io_uring_queue_init(", entries, " entries) failed: ", errno_text(-rc), hint);
-  }
-  ring_.reset(ring.release());
-}
-
-UringRing::~UringRing() = default;
-
-void UringRing::Deleter::operator()(io_uring* r) const noexcept {
-  io_uring_queue_exit(r);
-  delete r;
-}
-
-// ---------------------------------------------------------------- IoHandle
-
-IoHandle::~IoHandle() {
-  if (!req_) return;
-  // The kernel may still be writing into the caller's buffer: never let it go before the I/O ends.
-  req_->done.wait(false, std::memory_order_acquire);
-  if (req_->failed)
-    log_line("an NVMe " + std::string(io_op_name(req_->op)) +
-             " failed and nobody waited for it: " + req_->error);
-}
-
-IoHandle& IoHandle::operator=(IoHandle&& o) noexcept {
-  if (this != &o) {
-    IoHandle old(std::move(*this));  // waits for (and logs) the request it held
-    req_ = std::move(o.req_);
-  }
-  return *this;
-}
-
-void IoHandle::wait() {
-  if (!req_) return;
-  req_->done.wait(false, std::memory_order_acquire);
-  std::shared_ptr<IoRequest> r = std::move(req_);  // waited once; a second wait() is a no-op
-  if (r->failed) throw Error(r->error);
-}
-
-bool IoHandle::ready() const { return !req_ || req_->done.load(std::memory_order_acquire); }
 
 // ---------------------------------------------------------------- UringEngine
 
