@@ -13,7 +13,7 @@
 #include "launch/ds_config.h"
 #include "launch/ds_reader.h"
 #include "launch/parse_args.h"
-#include "model/safetensors.h"
+#include "model/gpt_safetensors.h"
 
 namespace po = boost::program_options;
 

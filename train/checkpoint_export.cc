@@ -8,7 +8,7 @@
 #include "core/host_ops.h"
 #include "model/param_layout.h"
 #include "model/protected_inputs.h"
-#include "model/safetensors.h"
+#include "model/safetensors_writer.h"
 #include "train/checkpoint.h"
 #include "train/checkpoint_io.h"
 

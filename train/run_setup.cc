@@ -13,7 +13,7 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "model/gpt_init.h"
-#include "model/safetensors.h"
+#include "model/gpt_safetensors.h"
 #include "train/collective_util.h"
 #include "train/corpus_data.h"
 #include "train/rank_agreement.h"

@@ -12,7 +12,7 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/host_ops.h"
-#include "model/safetensors.h"
+#include "model/gpt_safetensors.h"
 #include "train/checkpoint.h"
 #include "train/collective_util.h"
 #include "train/output_checks.h"

@@ -8,7 +8,8 @@
 
 #include "launch/ds_config.h"
 #include "launch/hardware_file.h"
-#include "model/safetensors.h"
+#include "model/safetensors_reader.h"
+#include "model/safetensors_writer.h"
 #include "tests/common/error_message.h"
 #include "tests/common/test_dir.h"
 #include "train/checkpoint_manifest.h"

@@ -1,6 +1,8 @@
-// Tests model/safetensors.h: the generic reader's validation, the writer's format, and GPT-2
+// Tests model/safetensors_{format,reader,writer}.h and model/gpt_safetensors.h: the generic reader's validation, the writer's format, and GPT-2
 // import/export as Hugging Face lays it out.
-#include "model/safetensors.h"
+#include "model/gpt_safetensors.h"
+#include "model/safetensors_reader.h"
+#include "model/safetensors_writer.h"
 
 #include <gtest/gtest.h>
 

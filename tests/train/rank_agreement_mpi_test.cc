@@ -12,7 +12,7 @@
 #include "comm/communicator.h"
 #include "core/error.h"
 #include "model/gpt_init.h"
-#include "model/safetensors.h"
+#include "model/gpt_safetensors.h"
 #include "model/token_file.h"
 #include "tests/common/test_dir.h"
 #include "train/rank_agreement.h"

@@ -11,7 +11,7 @@
 
 #include "core/error.h"
 #include "model/gpt_init.h"
-#include "model/safetensors.h"
+#include "model/gpt_safetensors.h"
 #include "tests/common/test_dir.h"
 
 namespace tz {
