@@ -13,13 +13,18 @@
 namespace tz {
 
 std::unique_ptr<Communicator> make_device_comm(Communicator& host, Device& dev) {
-  // A world of one on a cuda device too: the self communicator's copies are host memcpys.
-  if (dev.kind() == DeviceKind::cpu) return nullptr;
+  switch (dev.traits().collectives) {
+    case DeviceCollectives::host:
+      return nullptr;
+    case DeviceCollectives::nccl:
 #if defined(TZ_WITH_CUDA) && TZ_WITH_CUDA
-  return make_nccl_world(host, cuda::cuda_device_index(dev));
+      return make_nccl_world(host, cuda::cuda_device_index(dev));
 #else
-  TZ_FAIL("a cuda device in a build without CUDA (this is a bug, please report it)");
+      TZ_FAIL("a ", dev.traits().name, " device, whose collectives are NCCL's, in a build without NCCL (this is a "
+              "bug, please report it)");
 #endif
+  }
+  TZ_FAIL("device kind '", dev.traits().name, "' names no known communicator");
 }
 
 }  // namespace tz

@@ -139,10 +139,11 @@ std::size_t cpu_gemm_workspace_floats(DType dtype, const GemmShape& s);
 bool cpu_has_amx_bf16();
 bool cpu_has_onednn_bf16();
 
-// The same for a device kind (what the memory plan sizes the workspace with).
-enum class DeviceKind;
+// The same for a device kind, from its traits (what the memory plan sizes the workspace with).
+enum class DeviceKind : int;
 std::size_t gemm_workspace_floats(DeviceKind kind, DType dtype, const GemmShape& s);
-// Floats attention_forward saves for backward, and attention_backward's scratch, on a device kind.
+// Floats attention_forward saves for backward, and attention_backward's scratch, on a device kind (its
+// traits').
 std::size_t attention_saved_floats(DeviceKind kind, std::size_t B, std::size_t NH, std::size_t T);
 std::size_t attention_scratch_floats(DeviceKind kind, std::size_t B, std::size_t NH, std::size_t T);
 

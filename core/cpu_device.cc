@@ -79,8 +79,8 @@ class CpuEvent final : public Event {
 
 class CpuDevice final : public Device {
  public:
-  explicit CpuDevice(const DeviceOptions& o)
-      : Device(DeviceKind::cpu, make_cpu_backend()),
+  CpuDevice(const DeviceOptions& o, DeviceKind kind)
+      : Device(kind, make_cpu_backend()),
         device_(MemoryKind::device, "device", o.device_mem, 64, Pinning::none),
         pinned_(MemoryKind::pinned_host, "host", o.host_mem, kDirectIoAlign, o.pinning),
         pageable_(MemoryKind::pageable_host, "pageable host", kUnlimited, 64, Pinning::none) {}
@@ -106,6 +106,8 @@ class CpuDevice final : public Device {
 
 }  // namespace
 
-std::unique_ptr<Device> make_cpu_device(const DeviceOptions& opt) { return std::make_unique<CpuDevice>(opt); }
+std::unique_ptr<Device> make_cpu_device(const DeviceOptions& opt, DeviceKind kind) {
+  return std::make_unique<CpuDevice>(opt, kind);
+}
 
 }  // namespace tz

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/allocator.h"
+#include "core/device_traits.h"
 #include "core/dtype.h"
 #include "core/host_memory.h"
 #include "core/memory_budget.h"
@@ -18,11 +19,6 @@
 namespace tz {
 
 class Backend;
-
-enum class DeviceKind { cpu, cuda };
-
-DeviceKind parse_device_kind(const std::string& s);
-std::string device_kind_name(DeviceKind k);
 
 // The budgets and the pinning policy a device is made with (filled by launch/ from the flags).
 struct DeviceOptions {
@@ -54,6 +50,7 @@ class Device {
   Device& operator=(const Device&) = delete;
 
   DeviceKind kind() const { return kind_; }
+  const DeviceTraits& traits() const { return device_traits(kind_); }
   virtual Allocator& allocator(MemoryKind k) = 0;
   MemoryBudget& budget(MemoryKind k) { return allocator(k).budget(); }
   Backend& backend() { return *backend_; }
@@ -73,19 +70,23 @@ class Device {
 
 // The CPU device: oneDNN + OpenMP kernels; device memory is 64-byte-aligned host memory under
 // device_mem (poisoned outside kernels in the TZ_POISON_DEVICE_MEMORY build), pinned host memory is
-// page-aligned and mlock'ed per the pinning policy.
-std::unique_ptr<Device> make_cpu_device(const DeviceOptions& opt = {});
+// page-aligned and mlock'ed per the pinning policy. `kind`: another registered kind whose devices are cpu
+// devices with other traits (a test's).
+std::unique_ptr<Device> make_cpu_device(const DeviceOptions& opt = {}, DeviceKind kind = DeviceKind::cpu);
 inline std::unique_ptr<Device> make_cpu_device(std::size_t device_mem) {
   DeviceOptions o;
   o.device_mem = device_mem;
   return make_cpu_device(o);
 }
 
-// Creates the requested device; cuda fails with a clear error when it is not built or not present.
-// Defined in core/make_device.cc (library `devices`, which links the CUDA backend when it is built), so
-// that core itself links nothing from CUDA.
+// Creates a device of a registered kind with its traits' factory; fails with a clear error when this
+// build cannot make that kind or (cuda) the machine has none. Defined in core/make_device.cc (library
+// `devices`, which links the CUDA backend when it is built and installs its factory), so that core itself
+// links nothing from CUDA.
 std::unique_ptr<Device> make_device(DeviceKind kind, const DeviceOptions& opt = {});
-// Whether this build has the CUDA device (configured with TZ_CUDA); also in `devices`.
+// Whether this build can make devices of a kind (cuda: configured with TZ_CUDA); also in `devices`.
+bool device_kind_built(DeviceKind kind);
+// Whether this build has the CUDA device (what `doctor` reports).
 bool cuda_backend_built();
 
 // A typed, move-only buffer of `count` elements of one memory kind. No copy: device memory is never

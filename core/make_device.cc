@@ -1,7 +1,9 @@
-// make_device: the one place that knows whether this build has the CUDA device. Compiled into the small
-// library `devices` (with TZ_WITH_CUDA=1 and core_cuda when CUDA is built) rather than into core, so that
-// core and what links only core stay free of CUDA.
+// make_device: the one place that knows whether this build has the CUDA device; it installs the cuda
+// factory into the device registry and makes any registered kind with its traits' factory. Compiled into
+// the small library `devices` (with TZ_WITH_CUDA=1 and core_cuda when CUDA is built) rather than into
+// core, so that core and what links only core stay free of CUDA.
 #include <memory>
+#include <mutex>
 
 #include "core/device.h"
 #include "core/error.h"
@@ -15,21 +17,36 @@
 #endif
 
 namespace tz {
+namespace {
+
+void install_factories() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+#if TZ_CUDA_BUILT
+    set_device_factory(DeviceKind::cuda, [](const DeviceOptions& opt) -> std::unique_ptr<Device> {
+      if (cuda::device_count() == 0)
+        TZ_FAIL("--device cuda: no GPU was found (", cuda::unavailable_reason(), "); use --device cpu");
+      return cuda::make_cuda_device(opt, {opt.tf32 ? cuda::Tf32::on : cuda::Tf32::off,
+                                          opt.attention_bf16 ? cuda::Attention::bf16 : cuda::Attention::fp32});
+    });
+#endif
+  });
+}
+
+}  // namespace
 
 bool cuda_backend_built() { return TZ_CUDA_BUILT; }
 
+bool device_kind_built(DeviceKind kind) {
+  install_factories();
+  return bool(device_traits(kind).make);
+}
+
 std::unique_ptr<Device> make_device(DeviceKind kind, const DeviceOptions& opt) {
-  if (kind == DeviceKind::cpu) return make_cpu_device(opt);
-#if TZ_CUDA_BUILT
-  if (cuda::device_count() == 0)
-    TZ_FAIL("--device cuda: no GPU was found (", cuda::unavailable_reason(), "); use --device cpu");
-  return cuda::make_cuda_device(opt, {opt.tf32 ? cuda::Tf32::on : cuda::Tf32::off,
-                                      opt.attention_bf16 ? cuda::Attention::bf16 : cuda::Attention::fp32});
-#else
-  TZ_FAIL(
-      "--device cuda: this build has no CUDA backend (configure with -DTZ_CUDA=ON where the CUDA toolkit is "
-      "installed); use --device cpu");
-#endif
+  install_factories();
+  const DeviceTraits& t = device_traits(kind);
+  if (!t.make) TZ_FAIL("--device ", t.name, ": ", t.unavailable);
+  return t.make(opt);
 }
 
 }  // namespace tz

@@ -67,7 +67,7 @@ GpuIdentity first_gpu() {
 
 GpuLimits limits_for(DeviceKind kind, double peak_flag) {
   GpuLimits l;
-  if (kind == DeviceKind::cuda) {
+  if (!device_traits(kind).unified_memory) {  // a device of its own: the GPU, its peak and its link
     l.gpu = first_gpu();
     l.bf16_peak = bf16_dense_peak(l.gpu.name);
     l.link = pcie_link(l.gpu.pci_bus_id);

@@ -118,8 +118,8 @@ int plan_command(const std::vector<std::string>& args) {
     if (ranks_per_node > 0) hw->ranks_per_node = ranks_per_node;
     // Budgets not given on the command line are the hardware's: each device's memory, and each rank's
     // share of its node's host memory and NVMe.
-    // GPU hardware: plan for the CUDA device (no CPU matmul workspace), as train will allocate there.
-    if (!hw->cpu) f.o.device = DeviceKind::cuda;
+    // Plan for the hardware's device (a GPU: no CPU matmul workspace), as train will allocate there.
+    f.o.device = hw->device;
     const std::size_t rpn = std::size_t(std::min(world, hw->ranks_per_node));
     if (vm["device-mem"].defaulted() && hw->device_bytes) f.o.device_mem = hw->device_bytes;
     if (vm["host-mem"].defaulted() && hw->host_bytes) f.o.offload.host_mem = hw->host_bytes / rpn;

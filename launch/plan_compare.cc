@@ -43,7 +43,7 @@ std::vector<CompareRow> compare_options(const TrainOptions& opt, int world, cons
     const int rpn = std::min(world, hw.ranks_per_node);
     for (const Option& o : options()) {
       PlanInputs in = plan_inputs(opt, world, 0);
-      in.device = hw.cpu ? DeviceKind::cpu : DeviceKind::cuda;
+      in.device = hw.device;
       in.offload.optimizer = in.offload.param = Tier::device;
       in.offload.activations = Tier::device;
       o.apply(in);

@@ -65,9 +65,8 @@ int train_command(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "train")) return 0;
   resolve_train_flags(f, vm);
-  TZ_CHECK(f.o.device == DeviceKind::cpu || cuda_backend_built(),
-           "--device cuda: this build has no CUDA backend (configure with -DTZ_CUDA=ON where the CUDA toolkit ",
-           "is installed); use --device cpu");
+  TZ_CHECK(device_kind_built(f.o.device), "--device ", device_kind_name(f.o.device), ": ",
+           device_traits(f.o.device).unavailable);
 
   // One process per rank: under mpirun or srun --mpi=pmix the ranks talk over MPI; alone, no MPI.
   WorldInfo world = discover_world();

@@ -53,7 +53,7 @@ Hardware calibrate(const CalibrateOptions& opt, Communicator* comm, bool quiet) 
   const bool lead = !comm || comm->rank() == 0;
   Hardware h;
   h.name = "local";
-  h.cpu = true;
+  h.device = DeviceKind::cpu;
   h.ranks_per_node = ranks;
   char host[256] = "?";
   ::gethostname(host, sizeof host - 1);

@@ -36,7 +36,7 @@ nlohmann::json run_gpu_copy_bench(Device& dev, const GpuLimits& limits, const Gp
   const std::size_t n = opt.bytes;
   Buffer<std::uint8_t> device(dev, n, "copy device buffer"),
       back(dev.allocator(MemoryKind::pageable_host), n, "copy check");
-  const bool has_link = dev.kind() == DeviceKind::cuda;
+  const bool has_link = !dev.traits().unified_memory;
   const double link = has_link ? limits.link.gb_per_s : 0;
   nlohmann::json out = {{"bench", "gpu-copy"},
                         {"device", device_kind_name(dev.kind())},

@@ -77,12 +77,12 @@ Run::Run(const TrainOptions& opt, Communicator& comm, const TrainHooks& hooks, c
     : plan(plan_memory(plan_inputs(opt, comm.size(), comm.rank()))) {
   check_fits_with_advice(plan);  // a refusal names the smallest changes that fit
   dev = make_device(opt.device, device_options(opt));
-  if (opt.device == DeviceKind::cuda) {
-    // Planned again against what the GPU can give: its budget (--device-mem, or the free memory less
-    // the reserve) less what the device took when it started (the cuBLASLt workspace).
-    const MemoryBudget& b = dev->budget(MemoryKind::device);
+  // Planned again where the device can give less than the plan's budget: its budget (a GPU's:
+  // --device-mem, or the free memory less the reserve) less what it took when it started (cuBLASLt's
+  // workspace).
+  if (const MemoryBudget& b = dev->budget(MemoryKind::device); b.budget() - b.used() < plan.in.budget[0]) {
     PlanInputs in = plan.in;
-    in.budget[0] = std::min(in.budget[0], b.budget() - b.used());
+    in.budget[0] = b.budget() - b.used();
     plan = plan_memory(in);
     check_fits_with_advice(plan);
   }

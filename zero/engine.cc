@@ -247,8 +247,9 @@ std::vector<float> Engine::gather_master(int g) {
     done_->synchronize();
   }
   if (gp.opt_range.count < s.shards.padded && comm_.size() > 1) {
-    TZ_CHECK(dev_.kind() == DeviceKind::cpu || host_comm_ != &comm_,
-             "gather_master on a cuda device needs the host communicator (Engine::set_host_comm)");
+    TZ_CHECK(dev_.traits().collectives == DeviceCollectives::host || host_comm_ != &comm_,
+             "gather_master on a ", dev_.traits().name,
+             " device, whose collectives take device memory, needs the host communicator (Engine::set_host_comm)");
     host_comm_->all_gather(mine, full.data(), gp.opt_range.count, DType::f32)->wait();
   }
   full.resize(s.shards.count);

@@ -107,7 +107,7 @@ Hardware hardware_preset(const std::string& name) {
   if (name == "cpu-node") {
     Hardware h;
     h.name = name;
-    h.cpu = true;
+    h.device = DeviceKind::cpu;
     h.ranks_per_node = 2;  // one rank per socket
     h.device_bytes = 256 * GiB;
     h.host_bytes = 512 * GiB;
@@ -136,7 +136,7 @@ Hardware hardware_preset(const std::string& name) {
 nlohmann::json Hardware::to_json() const {
   return {{"name", name},
           {"source", source},
-          {"cpu", cpu},
+          {"device", device_kind_name(device)},
           {"ranks_per_node", ranks_per_node},
           {"device_bytes", device_bytes},
           {"host_bytes", host_bytes},
@@ -174,9 +174,13 @@ Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
   for (const char* key : {"name", "source"})
     TZ_CHECK(!j.contains(key) || j[key].is_string(), src, ": hardware field '", key, "' must be a string");
   TZ_CHECK(!j.contains("cpu") || j["cpu"].is_boolean(), src, ": hardware field 'cpu' must be true or false");
+  TZ_CHECK(!j.contains("device") || j["device"].is_string(), src,
+           ": hardware field 'device' must be a device name (cpu or cuda)");
   h.name = j.value("name", std::string("custom"));
   h.source = j.value("source", src);
-  h.cpu = j.value("cpu", false);
+  // "device" names the device; files written before it say "cpu": true for the host.
+  h.device = j.contains("device") ? parse_device_kind(j["device"].get<std::string>())
+                                  : j.value("cpu", false) ? DeviceKind::cpu : DeviceKind::cuda;
   const double ranks = num("ranks_per_node", 1, 1 << 20);
   TZ_CHECK(ranks == std::floor(ranks), src, ": hardware field 'ranks_per_node' must be a whole number, got ", ranks);
   h.ranks_per_node = int(ranks);

@@ -8,13 +8,16 @@
 #include <string>
 #include <vector>
 
+#include "core/device_traits.h"
 #include "core/dtype.h"
 
 namespace tz {
 
 struct Hardware {
   std::string name, source;
-  bool cpu = false;          // the "device" is the host (CPU training): device copies are memcpy
+  // The device each rank trains on; its traits say whether it is the host (CPU training: device copies are
+  // memcpys, nothing hides behind compute, the node's rates are shared by its ranks).
+  DeviceKind device = DeviceKind::cuda;
   int ranks_per_node = 1;    // devices (ranks) per node
   std::size_t device_bytes = 0;      // memory per device
   std::size_t host_bytes = 0;        // host memory per node

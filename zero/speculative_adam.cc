@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/device_traits.h"
 #include "core/error.h"
 #include "zero/group_adam.h"
 #include "zero/memory_plan.h"
@@ -30,8 +31,8 @@ bool SpeculativeAdam::enabled(const MemoryPlan& p) {
     case OptimizerOverlap::off: return false;
     case OptimizerOverlap::automatic: break;
   }
-  // On a CPU device the CPU Adam would compete with backward for the same cores.
-  return p.in.device == DeviceKind::cuda;
+  // Where the device's cores are the host's, the CPU Adam would compete with backward for them.
+  return device_traits(p.in.device).overlap_optimizer;
 }
 
 namespace {

@@ -54,13 +54,14 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
            p.nodes > 1 ? "inter_gbs" : "intra_gbs", "); calibrate under mpirun -np 2 or give it in the file");
   const double wbytes = double(dtype_size(in.dtype));
   // On a CPU the collectives, copies and the optimizer run on the cores that compute: nothing is hidden.
-  const bool can_hide = !hw.cpu;
+  const bool host_is_device = device_traits(hw.device).unified_memory;
+  const bool can_hide = !host_is_device;
 
   // Compute.
   const double flops = model_flops(in.model, in.shape.B, in.shape.T);
   const bool recompute = in.checkpointing != ActivationCheckpointing::off;
   // A CPU's rates are the node's, shared by the ranks on it; a GPU's are each device's.
-  const double share = hw.cpu ? double(rpn) : 1.0;
+  const double share = host_is_device ? double(rpn) : 1.0;
   const double rate = hw.step_rate(in.dtype) / share;
   const double micro_compute = flops * (recompute ? 4.0 / 3.0 : 1.0) / (rate * 1e12);
   StepTerm compute{"compute", micro_compute * accum, micro_compute * accum, ""};
