@@ -18,7 +18,7 @@ std::unique_ptr<Communicator> make_device_comm(Communicator& host, Device& dev) 
       return nullptr;
     case DeviceCollectives::nccl:
 #if defined(TZ_WITH_CUDA) && TZ_WITH_CUDA
-      return make_nccl_world(host, cuda::cuda_device_index(dev));
+      return make_nccl_world(host, dev);
 #else
       TZ_FAIL("a ", dev.traits().name, " device, whose collectives are NCCL's, in a build without NCCL (this is a "
               "bug, please report it)");

@@ -8,7 +8,9 @@
 #include <thread>
 #include <utility>
 
+#include "comm/nccl_handle.h"
 #include "comm/nccl_watchdog.h"
+#include "core/cuda/cuda_device.h"
 #include "core/cuda/cuda_runtime.h"
 #include "core/error.h"
 
@@ -47,7 +49,7 @@ ncclRedOp_t nccl_op(ReduceOp op) { return op == ReduceOp::max ? ncclMax : ncclSu
 
 // A non-blocking ncclComm: its calls return at once (ncclInProgress while it works), so init and every
 // enqueue can be given a deadline and the communicator aborted from another thread.
-ncclComm_t init_comm(Communicator& bootstrap, int gpu) {
+NcclCommHandle init_comm(Communicator& bootstrap, int gpu) {
   const int rank = bootstrap.rank(), size = bootstrap.size();
   // Every rank learns whether every rank could take its GPU before anyone waits in NCCL's init.
   std::string mine;
@@ -83,15 +85,16 @@ ncclComm_t init_comm(Communicator& bootstrap, int gpu) {
 
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = 0;
-  ncclComm_t comm = nullptr;
-  ncclResult_t rc = ncclCommInitRankConfig(&comm, size, msg.id, rank, &config);
+  ncclComm_t raw = nullptr;
+  ncclResult_t rc = ncclCommInitRankConfig(&raw, size, msg.id, rank, &config);
+  NcclCommHandle comm(raw);  // aborted on every way out below but the last
   const auto limit = bootstrap.timeout();
   const auto deadline = NcclClock::now() + limit;
   while (rc == ncclInProgress) {
     if (NcclClock::now() >= deadline) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
     ncclResult_t state = ncclSuccess;
-    rc = ncclCommGetAsyncError(comm, &state);
+    rc = ncclCommGetAsyncError(comm.get(), &state);
     if (rc == ncclSuccess) rc = state;
   }
   if (rc != ncclSuccess) {
@@ -100,20 +103,14 @@ ncclComm_t init_comm(Communicator& bootstrap, int gpu) {
                                 ? detail::concat("did not complete within ", limit.count(),
                                                  " ms: a rank did not join (look for its error)")
                                 : detail::concat("failed: ", ncclGetErrorString(rc), " ", last ? last : "");
-    if (comm) ncclCommAbort(comm);
     TZ_FAIL("NCCL initialisation of rank ", rank, " of ", size, " on GPU ", gpu, " ", why,
             ". Two ranks on one GPU (more local ranks than GPUs) is a common cause.");
   }
-  try {
-    int ranks = 0, device = -1;
-    TZ_NCCL_CHECK(ncclCommCount(comm, &ranks));
-    TZ_NCCL_CHECK(ncclCommCuDevice(comm, &device));
-    TZ_CHECK(ranks == size && device == gpu, "the NCCL communicator has ", ranks, " ranks on GPU ", device,
-             ", not ", size, " on GPU ", gpu);
-  } catch (...) {
-    ncclCommAbort(comm);
-    throw;
-  }
+  int ranks = 0, device = -1;
+  TZ_NCCL_CHECK(ncclCommCount(comm.get(), &ranks));
+  TZ_NCCL_CHECK(ncclCommCuDevice(comm.get(), &device));
+  TZ_CHECK(ranks == size && device == gpu, "the NCCL communicator has ", ranks, " ranks on GPU ", device,
+           ", not ", size, " on GPU ", gpu);
   return comm;
 }
 
@@ -140,30 +137,24 @@ struct NcclCommunicator::Grouped {
   std::function<ncclResult_t(ncclComm_t, cudaStream_t)> call;
 };
 
-NcclCommunicator::NcclCommunicator(Communicator& bootstrap, int gpu)
+NcclCommunicator::NcclCommunicator(Communicator& bootstrap, int gpu, Allocator& device_memory)
     : bootstrap_(bootstrap), gpu_(gpu), rank_(bootstrap.rank()), size_(bootstrap.size()) {
-  ncclComm_t comm = init_comm(bootstrap, gpu);  // also makes `gpu` current for the members below
+  NcclCommHandle comm = init_comm(bootstrap, gpu);  // also makes `gpu` current for the members below
   set_timeout(bootstrap.timeout());
-  try {
-    stream_ = std::make_unique<cuda::CudaStream>();
-    producer_done_ = std::make_unique<cuda::CudaEvent>();
-    TZ_CUDA_CHECK(cudaMalloc(&barrier_buf_, sizeof(std::int32_t)));
-    TZ_CUDA_CHECK(cudaMemsetAsync(barrier_buf_, 0, sizeof(std::int32_t), stream_->get()));
-    watchdog_ = std::make_unique<NcclWatchdog>(comm, gpu, name(), stats_,
-                                               [this](int code) { bootstrap_.abort(code); });
-  } catch (...) {
-    if (barrier_buf_) cudaFree(barrier_buf_);
-    ncclCommAbort(comm);
-    throw;
-  }
+  stream_ = std::make_unique<cuda::CudaStream>();
+  producer_done_ = std::make_unique<cuda::CudaEvent>();
+  barrier_buf_ = Buffer<std::int32_t>(device_memory, 1, "NCCL barrier");
+  TZ_CUDA_CHECK(cudaMemsetAsync(barrier_buf_.data(), 0, sizeof(std::int32_t), stream_->get()));
+  watchdog_ = std::make_unique<NcclWatchdog>(comm.get(), gpu, name(), stats_,
+                                             [this](int code) { bootstrap_.abort(code); });
+  comm.release();  // the watchdog owns it now
 }
 
 NcclCommunicator::~NcclCommunicator() {
   // At most 30 s for the last collectives to flush: the job is ending, and a dead peer must not hold it.
+  // The barrier buffer goes after it (a member), once no collective can use it.
   if (watchdog_) watchdog_->close(std::min(timeout(), std::chrono::milliseconds(30'000)));
   watchdog_.reset();
-  if (barrier_buf_ && cudaFree(barrier_buf_) != cudaSuccess)
-    log_line("cudaFree of the NCCL barrier buffer failed");
 }
 
 std::string NcclCommunicator::name() const {
@@ -325,7 +316,7 @@ std::unique_ptr<Work> NcclCommunicator::broadcast(void* buf, std::size_t count, 
 
 std::unique_ptr<Work> NcclCommunicator::barrier() {
   Launch l{Collective::barrier, 0, DType::f32, 0, 0.0, {}};
-  int* buf = barrier_buf_;
+  std::int32_t* buf = barrier_buf_.data();
   l.call = [buf](ncclComm_t c, cudaStream_t s) {
     return ncclAllReduce(buf, buf, 1, ncclInt32, ncclSum, c, s);
   };
@@ -337,8 +328,9 @@ void NcclCommunicator::abort(int code) noexcept {
   bootstrap_.abort(code);
 }
 
-std::unique_ptr<Communicator> make_nccl_world(Communicator& bootstrap, int gpu) {
-  return std::make_unique<NcclCommunicator>(bootstrap, gpu);
+std::unique_ptr<Communicator> make_nccl_world(Communicator& bootstrap, Device& dev) {
+  return std::make_unique<NcclCommunicator>(bootstrap, cuda::cuda_device_index(dev),
+                                            dev.allocator(MemoryKind::device));
 }
 
 }  // namespace tz

@@ -15,6 +15,7 @@
 #include "comm/communicator.h"
 #include "comm/world.h"
 #include "core/cuda/cuda_stream.h"
+#include "core/device.h"
 
 namespace tz::detail {
 // NCCL's description of its last error ("" when it has none to give).
@@ -95,10 +96,12 @@ class NcclCommunicator final : public Communicator {
   // broadcasts it over `bootstrap`; each rank then joins on GPU `gpu` (made current on this thread).
   // Initialisation is non-blocking and fails with tz::Error after bootstrap.timeout(), which the new
   // communicator also takes as its timeout. `bootstrap` must outlive this communicator (abort() ends
-  // the job through it).
-  NcclCommunicator(Communicator& bootstrap, int gpu);
+  // the job through it). The barrier's buffer comes from `device_memory` (the device's allocator, under
+  // its budget), which must outlive the communicator too.
+  NcclCommunicator(Communicator& bootstrap, int gpu, Allocator& device_memory);
   // Never throws: waits for the watchdog thread, then destroys the ncclComm (finalised with a
-  // deadline; aborted instead if it has failed or does not quiesce in time).
+  // deadline; aborted instead if it has failed or does not quiesce in time), then frees the barrier's
+  // buffer.
   ~NcclCommunicator() override;
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
@@ -143,15 +146,16 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<cuda::CudaStream> stream_;        // collectives run here, in call order
   std::unique_ptr<cuda::CudaEvent> producer_done_;  // recorded on the producer stream at each call
   std::atomic<Stream*> producer_{nullptr};
-  int* barrier_buf_ = nullptr;  // one int32 of device memory for barrier()
+  Buffer<std::int32_t> barrier_buf_;  // one int32 of device memory for barrier()
   std::mutex issue_mu_;         // one collective enqueued at a time, in numbering order
   std::uint64_t seq_ = 0;
   bool group_open_ = false;       // guarded by issue_mu_, as is group_
   std::vector<Grouped> group_;    // the open group's collectives, in call order
-  std::unique_ptr<NcclWatchdog> watchdog_;  // owns the ncclComm; destroyed before the stream
+  std::unique_ptr<NcclWatchdog> watchdog_;  // owns the ncclComm; destroyed before the stream and the buffer
 };
 
-// The NCCL world: an NcclCommunicator over every rank of `bootstrap`, on GPU `gpu`.
-std::unique_ptr<Communicator> make_nccl_world(Communicator& bootstrap, int gpu);
+// The NCCL world: an NcclCommunicator over every rank of `bootstrap`, on the cuda device `dev`'s GPU, its
+// barrier buffer under the device's budget.
+std::unique_ptr<Communicator> make_nccl_world(Communicator& bootstrap, Device& dev);
 
 }  // namespace tz

@@ -77,9 +77,14 @@ Run::Run(const TrainOptions& opt, Communicator& comm, const TrainHooks& hooks, c
     : plan(plan_memory(plan_inputs(opt, comm.size(), comm.rank()))) {
   check_fits_with_advice(plan);  // a refusal names the smallest changes that fit
   dev = make_device(opt.device, device_options(opt));
+  // Device buffers travel over NCCL on a cuda device (bootstrapped over `comm`, which keeps the host
+  // collectives). Made before the plan is checked against the device, whose budget then holds what the
+  // communicator took (its barrier buffer).
+  device_comm_owned = make_device_comm(comm, *dev);
+  dcomm = device_comm_owned ? device_comm_owned.get() : &comm;
   // Planned again where the device can give less than the plan's budget: its budget (a GPU's:
-  // --device-mem, or the free memory less the reserve) less what it took when it started (cuBLASLt's
-  // workspace).
+  // --device-mem, or the free memory less the reserve) less what is taken already (cuBLASLt's workspace,
+  // the device communicator's buffer).
   if (const MemoryBudget& b = dev->budget(MemoryKind::device); b.budget() - b.used() < plan.in.budget[0]) {
     PlanInputs in = plan.in;
     in.budget[0] = b.budget() - b.used();
@@ -87,10 +92,7 @@ Run::Run(const TrainOptions& opt, Communicator& comm, const TrainHooks& hooks, c
     check_fits_with_advice(plan);
   }
   stream = dev->create_stream();
-  // Device buffers travel over NCCL on a cuda device (bootstrapped over `comm`, which keeps the host
-  // collectives); collectives wait for the compute stream's work, not for the host.
-  device_comm_owned = make_device_comm(comm, *dev);
-  dcomm = device_comm_owned ? device_comm_owned.get() : &comm;
+  // Collectives wait for the compute stream's work, not for the host.
   dcomm->set_producer_stream(stream.get());
   done = dev->create_event();
   planned = std::make_unique<PlannedBuffers>(*dev, plan.buffers);

@@ -15,6 +15,7 @@
 
 #include "comm/nccl_comm.h"
 #include "comm/world.h"
+#include "core/cuda/cuda_device.h"
 #include "core/cuda/cuda_runtime.h"
 #include "core/cuda/cuda_stream.h"
 #include "core/dtype.h"
@@ -111,7 +112,12 @@ class Nccl : public ::testing::Test {
     mpi_->set_timeout(std::chrono::seconds(60));
     const std::string why = skip_reason(*mpi_);
     if (!why.empty()) GTEST_SKIP() << why;
-    comm_ = std::make_unique<NcclCommunicator>(*mpi_, local_gpu(discover_world(), cuda::device_count()));
+    DeviceOptions o;
+    o.gpu = local_gpu(discover_world(), cuda::device_count());
+    dev_ = cuda::make_cuda_device(o);
+    device_used_before_comm_ = dev_->budget(MemoryKind::device).used();
+    comm_ = std::make_unique<NcclCommunicator>(*mpi_, cuda::cuda_device_index(*dev_),
+                                               dev_->allocator(MemoryKind::device));
     // A bug that desynchronises the ranks fails the test instead of hanging until ctest's limit.
     comm_->set_timeout(std::chrono::seconds(30));
     r_ = comm_->rank();
@@ -129,7 +135,9 @@ class Nccl : public ::testing::Test {
   void broadcast_exact();
 
   std::unique_ptr<Communicator> mpi_;
-  std::unique_ptr<NcclCommunicator> comm_;  // destroyed before mpi_, its bootstrap
+  std::unique_ptr<Device> dev_;             // the GPU's device: the barrier buffer is under its budget
+  std::size_t device_used_before_comm_ = 0;
+  std::unique_ptr<NcclCommunicator> comm_;  // destroyed before dev_ and mpi_, its bootstrap
   int r_ = 0, n_ = 1;
   cudaStream_t s_ = nullptr;
 };
@@ -232,6 +240,16 @@ void Nccl::broadcast_exact() {
       EXPECT_TRUE(guard_intact("broadcast " + at, got, c));
     }
   }
+}
+
+// The communicator's one device buffer (the barrier's int32) is taken from the device's allocator, so the
+// device budget sees it, and is given back when the communicator goes.
+TEST_F(Nccl, TheBarrierBufferIsUnderTheDeviceBudget) {
+  MemoryBudget& b = dev_->budget(MemoryKind::device);
+  EXPECT_EQ(b.used() - device_used_before_comm_, sizeof(std::int32_t));
+  comm_->barrier()->wait();
+  comm_.reset();
+  EXPECT_EQ(b.used(), device_used_before_comm_);
 }
 
 TEST_F(Nccl, ReduceScatterSumAndMaxAreExactInAndOutOfPlaceInFp32Bf16Fp64) {
