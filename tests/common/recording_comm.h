@@ -6,6 +6,8 @@
 // copy as a collective may (the poisoned build).
 #pragma once
 
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
