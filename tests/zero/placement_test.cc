@@ -9,6 +9,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "tests/common/error_message.h"
 #include "model/gpt_config.h"
 #include "model/param_layout.h"
 #include "zero/shard_map.h"
@@ -163,31 +164,23 @@ TEST(Placement, TheOffloadRatioSplitsEachOptimizerClassByWholeGroupsInOrder) {
   EXPECT_LE(std::abs(double(on_host) - 0.5 * double(total)), 0.5 * double(largest));
 }
 
-std::string refusal(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
-}
 
 TEST(Placement, SettingsZeroCannotHonourAreRefusedByName) {
   const World w;
   auto has = [](const std::string& m, const std::string& part) {
     EXPECT_NE(m.find(part), std::string::npos) << m;
   };
-  has(refusal([&] { placed(w, 4); }), "ZeRO stage must be 0, 1, 2 or 3, got 4");
-  has(refusal([&] { placed(w, 2, offload(D, H)); }), "offload_param needs ZeRO stage 3");
+  has(testing::error_message([&] { placed(w, 4); }), "ZeRO stage must be 0, 1, 2 or 3, got 4");
+  has(testing::error_message([&] { placed(w, 2, offload(D, H)); }), "offload_param needs ZeRO stage 3");
   OffloadOptions no_path = offload(N);
   no_path.nvme_paths.clear();
-  has(refusal([&] { placed(w, 2, no_path); }), "offloading to nvme needs at least one --nvme-path");
+  has(testing::error_message([&] { placed(w, 2, no_path); }), "offloading to nvme needs at least one --nvme-path");
   OffloadOptions acts;
   acts.activations = N;
-  has(refusal([&] { placed(w, 1, acts); }), "activation checkpoints can be offloaded to cpu, not nvme");
+  has(testing::error_message([&] { placed(w, 1, acts); }), "activation checkpoints can be offloaded to cpu, not nvme");
   OffloadOptions ratio = offload(H);
   ratio.host_ratio_m = 1.5;
-  has(refusal([&] { placed(w, 1, ratio); }), "an offload ratio must be in [0, 1], got 1.5");
+  has(testing::error_message([&] { placed(w, 1, ratio); }), "an offload ratio must be in [0, 1], got 1.5");
 }
 
 }  // namespace
