@@ -179,8 +179,14 @@ Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
   h.name = j.value("name", std::string("custom"));
   h.source = j.value("source", src);
   // "device" names the device; files written before it say "cpu": true for the host.
-  h.device = j.contains("device") ? parse_device_kind(j["device"].get<std::string>())
-                                  : j.value("cpu", false) ? DeviceKind::cpu : DeviceKind::cuda;
+  h.device = j.value("cpu", false) ? DeviceKind::cpu : DeviceKind::cuda;
+  if (j.contains("device")) {
+    try {
+      h.device = parse_device_kind(j["device"].get<std::string>());
+    } catch (const Error& e) {
+      TZ_FAIL(src, ": hardware field 'device': ", e.what());
+    }
+  }
   const double ranks = num("ranks_per_node", 1, 1 << 20);
   TZ_CHECK(ranks == std::floor(ranks), src, ": hardware field 'ranks_per_node' must be a whole number, got ", ranks);
   h.ranks_per_node = int(ranks);

@@ -51,5 +51,25 @@ TEST(HardwareFile, EveryNumberOutsideItsRangeIsRefusedNamingTheField) {
   EXPECT_TRUE(has(error_message([&] { Hardware::from_json(j, "h.json"); }), "hardware field 'name' must be a string"));
 }
 
+// "device" names a registered device kind; a file written before it said "cpu": true for the host.
+TEST(HardwareFile, TheDeviceIsNamedByKindAndAnUnknownOneIsRefusedNamingTheFile) {
+  nlohmann::json j = hardware_preset("cpu-node").to_json();
+  EXPECT_EQ(j["device"], "cpu");
+  EXPECT_EQ(Hardware::from_json(j, "h.json").device, DeviceKind::cpu);
+  j.erase("device");
+  EXPECT_EQ(Hardware::from_json(j, "h.json").device, DeviceKind::cuda);
+  j["cpu"] = true;
+  EXPECT_EQ(Hardware::from_json(j, "h.json").device, DeviceKind::cpu);
+  j["device"] = "gpu";
+  EXPECT_EQ(Hardware::from_json(j, "h.json").device, DeviceKind::cuda);  // "device" wins
+  j["device"] = "tpu";
+  std::string m = error_message([&] { Hardware::from_json(j, "h.json"); });
+  EXPECT_TRUE(has(m, "h.json: hardware field 'device': ")) << m;
+  EXPECT_TRUE(has(m, "unknown device 'tpu': use cpu or cuda")) << m;
+  j["device"] = 3;
+  m = error_message([&] { Hardware::from_json(j, "h.json"); });
+  EXPECT_TRUE(has(m, "h.json: hardware field 'device' must be a device name")) << m;
+}
+
 }  // namespace
 }  // namespace tz
