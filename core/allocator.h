@@ -1,20 +1,31 @@
 // Memory kinds and their allocators. A device offers three kinds, each an allocator under a budget of
 // its own: device memory (--device-mem), pinned host memory (the host tier, --host-mem: page-aligned
 // and locked, the only host memory a device copies to and from asynchronously) and pageable host
-// memory. On the CPU backend "device memory" is host memory under its budget.
+// memory; then one pinned host pool per kind registered with register_host_pool (a memory tier of its
+// own, under its own budget). On the CPU backend "device memory" is host memory under its budget.
 #pragma once
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "core/memory_budget.h"
 
 namespace tz {
 
-enum class MemoryKind { device, pinned_host, pageable_host };
-inline constexpr int kNumMemoryKinds = 3;
+// The three every device has; registered host pools follow (3, 4, ...).
+enum class MemoryKind : int { device = 0, pinned_host = 1, pageable_host = 2 };
+inline constexpr int kMaxMemoryKinds = 8;
 
-// "device", "pinned host", "pageable host".
+// Registers a pool of pinned host memory under `name` (unique; what its budget errors and the plan call
+// it) and returns its kind. Devices made afterwards have an allocator for it, under the budget their
+// options give it (DeviceOptions::pool_mem; unlimited otherwise). Throws past kMaxMemoryKinds.
+MemoryKind register_host_pool(const std::string& name);
+// The registered pools, in registration order.
+std::vector<MemoryKind> host_pools();
+bool is_host_pool(MemoryKind k);
+
+// "device", "pinned host", "pageable host", or the pool's name.
 std::string memory_kind_name(MemoryKind k);
 
 // Bytes from an allocator: the pointer and the budget reservation that pays for it.

@@ -4,7 +4,9 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
+#include <vector>
 
 #include "core/backend.h"
 #include "core/device.h"
@@ -83,7 +85,14 @@ class CpuDevice final : public Device {
       : Device(kind, make_cpu_backend()),
         device_(MemoryKind::device, "device", o.device_mem, 64, Pinning::none),
         pinned_(MemoryKind::pinned_host, "host", o.host_mem, kDirectIoAlign, o.pinning),
-        pageable_(MemoryKind::pageable_host, "pageable host", kUnlimited, 64, Pinning::none) {}
+        pageable_(MemoryKind::pageable_host, "pageable host", kUnlimited, 64, Pinning::none) {
+    for (MemoryKind k : host_pools()) {
+      const auto b = o.pool_mem.find(k);
+      pools_.push_back(std::make_unique<CpuAllocator>(k, memory_kind_name(k),
+                                                      b == o.pool_mem.end() ? kUnlimited : b->second,
+                                                      kDirectIoAlign, o.pinning));
+    }
+  }
 
   Allocator& allocator(MemoryKind k) override {
     switch (k) {
@@ -92,16 +101,24 @@ class CpuDevice final : public Device {
       case MemoryKind::pinned_host:
         return pinned_;
       case MemoryKind::pageable_host:
-        break;
+        return pageable_;
     }
-    return pageable_;
+    for (const auto& p : pools_)
+      if (p->kind() == k) return *p;
+    TZ_FAIL("this device has no ", memory_kind_name(k), " memory (registered after the device was made)");
   }
   std::unique_ptr<Stream> create_stream() override { return std::make_unique<CpuStream>(); }
   std::unique_ptr<Event> create_event() override { return std::make_unique<CpuEvent>(); }
-  std::string pin_error() const override { return pinned_.pin_error(); }
+  std::string pin_error() const override {
+    std::string e = pinned_.pin_error();
+    for (const auto& p : pools_)
+      if (e.empty()) e = p->pin_error();
+    return e;
+  }
 
  private:
   CpuAllocator device_, pinned_, pageable_;
+  std::vector<std::unique_ptr<CpuAllocator>> pools_;
 };
 
 }  // namespace

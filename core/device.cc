@@ -1,4 +1,4 @@
-// The Device base, memory kinds by name, and what each device kind needs of the memory plan (its traits';
+// The Device base and what each device kind needs of the memory plan (its traits';
 // make_device is in make_device.cc, outside core, so that core links nothing from CUDA).
 #include "core/device.h"
 
@@ -6,18 +6,6 @@
 #include "core/error.h"
 
 namespace tz {
-
-std::string memory_kind_name(MemoryKind k) {
-  switch (k) {
-    case MemoryKind::device:
-      return "device";
-    case MemoryKind::pinned_host:
-      return "pinned host";
-    case MemoryKind::pageable_host:
-      return "pageable host";
-  }
-  return "memory kind " + std::to_string(int(k));
-}
 
 Device::Device(DeviceKind kind, std::unique_ptr<Backend> backend) : kind_(kind), backend_(std::move(backend)) {}
 Device::~Device() = default;

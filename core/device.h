@@ -1,10 +1,11 @@
 // Device: where a rank computes (cpu or cuda), as ggml-backend's device + buffer types + backend: three
 // memory kinds, each an allocator under a budget (device, pinned host = the host tier, pageable host),
-// streams and events to order work, and the backend table of kernels, copies and fills. Only backends
+// and one more per registered host pool, streams and events to order work, and the backend table of kernels, copies and fills. Only backends
 // and communicators touch device memory; everyone else moves bytes with Backend::copy_async.
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -24,6 +25,8 @@ class Backend;
 struct DeviceOptions {
   std::size_t device_mem = kUnlimited;  // --device-mem
   std::size_t host_mem = kUnlimited;    // --host-mem: pinned host memory (the host tier)
+  // The budget of each registered host pool (register_host_pool) that has one; the others are unlimited.
+  std::map<MemoryKind, std::size_t> pool_mem;
   // Locking the host tier: best_effort (the default: locked where RLIMIT_MEMLOCK allows), required
   // (--pin-memory without --allow-unpinned) or none.
   Pinning pinning = Pinning::best_effort;
@@ -51,6 +54,7 @@ class Device {
 
   DeviceKind kind() const { return kind_; }
   const DeviceTraits& traits() const { return device_traits(kind_); }
+  // Throws for a kind registered after the device was made.
   virtual Allocator& allocator(MemoryKind k) = 0;
   MemoryBudget& budget(MemoryKind k) { return allocator(k).budget(); }
   Backend& backend() { return *backend_; }

@@ -9,6 +9,8 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
+#include <vector>
 
 #include "core/backend.h"
 #include "core/cuda/cuda_backend.h"
@@ -102,8 +104,9 @@ class GpuAllocator final : public Allocator {
 // the process copies to and from it asynchronously), page-aligned for O_DIRECT, under --host-mem.
 class PinnedAllocator final : public Allocator {
  public:
-  PinnedAllocator(int gpu, std::size_t budget)
-      : Allocator(MemoryKind::pinned_host, "host", budget), gpu_(gpu) {}
+  PinnedAllocator(int gpu, std::size_t budget, MemoryKind kind = MemoryKind::pinned_host,
+                  std::string name = "host")
+      : Allocator(kind, std::move(name), budget), gpu_(gpu) {}
 
   Allocation allocate(std::size_t bytes, const std::string& what) override {
     Allocation a;
@@ -175,11 +178,18 @@ std::size_t device_budget(const DeviceOptions& opt, int gpu) {
 // backend is made (the backend takes its cuBLASLt workspace from the device allocator) and outlive it.
 struct CudaMemory {
   explicit CudaMemory(const DeviceOptions& opt)
-      : gpu(select_gpu(opt)), device(gpu, device_budget(opt, gpu)), pinned(gpu, opt.host_mem) {}
+      : gpu(select_gpu(opt)), device(gpu, device_budget(opt, gpu)), pinned(gpu, opt.host_mem) {
+    for (MemoryKind k : host_pools()) {
+      const auto b = opt.pool_mem.find(k);
+      pools.push_back(std::make_unique<PinnedAllocator>(gpu, b == opt.pool_mem.end() ? kUnlimited : b->second, k,
+                                                        memory_kind_name(k)));
+    }
+  }
   int gpu;
   GpuAllocator device;
   PinnedAllocator pinned;
   PageableAllocator pageable;
+  std::vector<std::unique_ptr<PinnedAllocator>> pools;  // the registered host pools
 };
 
 class CudaDevice final : private CudaMemory, public Device {
@@ -194,9 +204,11 @@ class CudaDevice final : private CudaMemory, public Device {
       case MemoryKind::pinned_host:
         return pinned;
       case MemoryKind::pageable_host:
-        break;
+        return pageable;
     }
-    return pageable;
+    for (const auto& p : pools)
+      if (p->kind() == k) return *p;
+    TZ_FAIL("this device has no ", memory_kind_name(k), " memory (registered after the device was made)");
   }
   std::unique_ptr<Stream> create_stream() override {
     CurrentGpu on(gpu);
