@@ -24,7 +24,7 @@ using json = nlohmann::json;
 constexpr long long kIntMax = std::numeric_limits<int>::max();
 
 // DeepSpeed's offload device name for a tier.
-std::string offload_name(Tier t) { return t == Tier::device ? "none" : t == Tier::host ? "cpu" : "nvme"; }
+std::string offload_name(Tier t) { return tier_traits(t).offload_names.front(); }
 
 class Reader {
  public:

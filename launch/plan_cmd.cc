@@ -122,8 +122,8 @@ int plan_command(const std::vector<std::string>& args) {
     f.o.device = hw->device;
     const std::size_t rpn = std::size_t(std::min(world, hw->ranks_per_node));
     if (vm["device-mem"].defaulted() && hw->device_bytes) f.o.device_mem = hw->device_bytes;
-    if (vm["host-mem"].defaulted() && hw->host_bytes) f.o.offload.host_mem = hw->host_bytes / rpn;
-    if (vm["nvme-mem"].defaulted() && hw->nvme_bytes) f.o.offload.nvme_mem = hw->nvme_bytes / rpn;
+    if (vm["host-mem"].defaulted() && hw->host_bytes) f.o.offload.mem[Tier::host] = hw->host_bytes / rpn;
+    if (vm["nvme-mem"].defaulted() && hw->nvme_bytes) f.o.offload.mem[Tier::nvme] = hw->nvme_bytes / rpn;
   }
   bool fits = true;
   std::set<std::string> printed;
@@ -136,12 +136,10 @@ int plan_command(const std::vector<std::string>& args) {
     const bool first = printed.insert(table.substr(table.find('\n'))).second;
     if (first && !json) std::printf("%s\n", table.c_str());
     const std::string problem = plan.fit_problem();
+    nlohmann::json bytes = nlohmann::json::object();  // per tier, by name
+    for (Tier t : tiers()) bytes[tier_name(t)] = plan.total(t);
     if (json && first)
-      out["ranks"].push_back({{"rank", r},
-                              {"fits", problem.empty()},
-                              {"problem", problem},
-                              {"bytes", {{"device", plan.total(Tier::device)}, {"host", plan.total(Tier::host)},
-                                         {"nvme", plan.total(Tier::nvme)}}}});
+      out["ranks"].push_back({{"rank", r}, {"fits", problem.empty()}, {"problem", problem}, {"bytes", bytes}});
     if (hw && first && problem.empty()) {
       const StepPrediction pred = predict_step(plan, *hw, f.o.grad_accum);
       if (json && !out.contains("prediction")) out["prediction"] = prediction_json(pred);

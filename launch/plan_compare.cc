@@ -47,18 +47,18 @@ std::vector<CompareRow> compare_options(const TrainOptions& opt, int world, cons
       in.offload.optimizer = in.offload.param = Tier::device;
       in.offload.activations = Tier::device;
       o.apply(in);
-      if (in.offload.optimizer == Tier::nvme || in.offload.param == Tier::nvme)
+      if (in_file(in.offload.optimizer) || in_file(in.offload.param))
         if (in.offload.nvme_paths.empty()) in.offload.nvme_paths = {"nvme"};
       // Each rank's share of its node's memory and NVMe.
-      in.budget[0] = hw.device_bytes;
-      in.budget[1] = hw.host_bytes / std::size_t(rpn);
-      in.budget[2] = hw.nvme_bytes / std::size_t(rpn);
+      in.budget[Tier::device] = hw.device_bytes;
+      in.budget[Tier::host] = hw.host_bytes / std::size_t(rpn);
+      in.budget[Tier::nvme] = hw.nvme_bytes / std::size_t(rpn);
       CompareRow r;
       r.hardware = hw.name;
       r.option = o.name;
       try {
         const MemoryPlan plan = plan_memory(in);
-        for (int t = 0; t < 3; ++t) r.bytes[t] = plan.total(Tier(t));
+        for (Tier t : tiers()) r.bytes[t] = plan.total(t);
         r.problem = plan.fit_problem();
         r.fits = r.problem.empty();
         if (r.fits) {
@@ -66,7 +66,7 @@ std::vector<CompareRow> compare_options(const TrainOptions& opt, int world, cons
           r.step_s = p.step_s, r.tokens_per_s = p.tokens_per_s, r.mfu = p.mfu;
           const int nodes = (world + hw.ranks_per_node - 1) / hw.ranks_per_node;
           const double per_hour = world * prices.gpu_hour + nodes * prices.node_hour +
-                                  double(r.bytes[2]) * world / 1e12 * prices.nvme_tb_hour;
+                                  double(r.bytes[Tier::nvme]) * world / 1e12 * prices.nvme_tb_hour;
           r.hours_per_mtok = 1e6 / r.tokens_per_s / 3600;
           r.cost_per_mtok = r.hours_per_mtok * per_hour;
           r.run_hours = tokens_per_step * opt.steps / r.tokens_per_s / 3600;
@@ -96,11 +96,11 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices& pri
     };
     if (!r.fits) {
       std::snprintf(line, sizeof line, "%-12s %-36s %10s %10s %10s %10s\n", r.hardware.c_str(), r.option.c_str(),
-                    gib(r.bytes[0]).c_str(), gib(r.bytes[1]).c_str(), gib(r.bytes[2]).c_str(), "does not fit");
+                    gib(r.bytes[Tier::device]).c_str(), gib(r.bytes[Tier::host]).c_str(), gib(r.bytes[Tier::nvme]).c_str(), "does not fit");
     } else {
       std::snprintf(line, sizeof line, "%-12s %-36s %10s %10s %10s %10.1f %12.0f %5.1f%% %10.4f %10.2f %10.0f\n",
-                    r.hardware.c_str(), r.option.c_str(), gib(r.bytes[0]).c_str(), gib(r.bytes[1]).c_str(),
-                    gib(r.bytes[2]).c_str(), r.step_s * 1e3, r.tokens_per_s, 100 * r.mfu, r.hours_per_mtok,
+                    r.hardware.c_str(), r.option.c_str(), gib(r.bytes[Tier::device]).c_str(), gib(r.bytes[Tier::host]).c_str(),
+                    gib(r.bytes[Tier::nvme]).c_str(), r.step_s * 1e3, r.tokens_per_s, 100 * r.mfu, r.hours_per_mtok,
                     r.cost_per_mtok, r.run_cost);
     }
     s += line;
@@ -119,7 +119,7 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
   char line[512];
   for (const CompareRow& r : rows) {
     std::snprintf(line, sizeof line, "%s,\"%s\",%d,%zu,%zu,%zu,%.4f,%.2f,%.5f,%.6f,%.6f,%.4f,%.4f\n", r.hardware.c_str(),
-                  r.option.c_str(), r.fits ? 1 : 0, r.bytes[0], r.bytes[1], r.bytes[2], r.step_s * 1e3, r.tokens_per_s,
+                  r.option.c_str(), r.fits ? 1 : 0, r.bytes[Tier::device], r.bytes[Tier::host], r.bytes[Tier::nvme], r.step_s * 1e3, r.tokens_per_s,
                   r.mfu, r.hours_per_mtok, r.cost_per_mtok, r.run_hours, r.run_cost);
     s += line;
   }
@@ -128,12 +128,14 @@ std::string compare_csv(const std::vector<CompareRow>& rows) {
 
 nlohmann::json compare_json(const std::vector<CompareRow>& rows) {
   nlohmann::json a = nlohmann::json::array();
-  for (const CompareRow& r : rows)
+  for (const CompareRow& r : rows) {
+    nlohmann::json bytes = nlohmann::json::object();  // per tier, by name
+    for (Tier t : tiers()) bytes[tier_name(t)] = r.bytes[t];
     a.push_back({{"hardware", r.hardware},
                  {"option", r.option},
                  {"fits", r.fits},
                  {"problem", r.problem},
-                 {"bytes", {{"device", r.bytes[0]}, {"host", r.bytes[1]}, {"nvme", r.bytes[2]}}},
+                 {"bytes", bytes},
                  {"step_ms", r.step_s * 1e3},
                  {"tokens_per_s", r.tokens_per_s},
                  {"mfu", r.mfu},
@@ -141,6 +143,7 @@ nlohmann::json compare_json(const std::vector<CompareRow>& rows) {
                  {"cost_per_million_tokens", r.cost_per_mtok},
                  {"run_hours", r.run_hours},
                  {"run_cost", r.run_cost}});
+  }
   return a;
 }
 

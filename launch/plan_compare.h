@@ -23,7 +23,7 @@ struct CompareRow {
   std::string hardware, option;
   bool fits = false;
   std::string problem;  // when it does not fit: the first tier over budget
-  std::size_t bytes[3] = {0, 0, 0};
+  PerTier<std::size_t> bytes;
   double step_s = 0, tokens_per_s = 0, mfu = 0;
   double hours_per_mtok = 0, cost_per_mtok = 0, run_hours = 0, run_cost = 0;
 };

@@ -300,9 +300,9 @@ void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   check_ratio(f.ratio_v, "offload-ratio-v", true);
   TZ_CHECK(f.o.attention_math == "auto" || f.o.attention_math == "fp32" || f.o.attention_math == "bf16",
            "--attention-math '", f.o.attention_math, "' is not one of auto, fp32, bf16");
-  f.o.offload.host_mem = bytes_flag("host-mem", f.host_mem);
+  f.o.offload.mem[Tier::host] = bytes_flag("host-mem", f.host_mem);
   f.o.offload.host_ratio_master = f.o.offload.host_ratio_m = f.o.offload.host_ratio_v = f.ratio;
-  f.o.offload.nvme_mem = bytes_flag("nvme-mem", f.nvme_mem);
+  f.o.offload.mem[Tier::nvme] = bytes_flag("nvme-mem", f.nvme_mem);
   f.o.config = f.config;
   // The file fills what the command line left at its defaults.
   if (!f.config.empty())

@@ -24,7 +24,9 @@ namespace tz {
 DeviceOptions device_options(const TrainOptions& opt) {
   DeviceOptions d;
   d.device_mem = opt.device_mem;
-  d.host_mem = opt.offload.host_mem;
+  d.host_mem = opt.offload.mem[Tier::host];
+  for (Tier t : tiers())  // a registered host tier's own pool, under its own budget
+    if (in_host_memory(t) && is_host_pool(tier_memory(t))) d.pool_mem[tier_memory(t)] = opt.offload.mem[t];
   d.gpu = opt.gpu;
   d.tf32 = opt.tf32;
   d.attention_bf16 = opt.attention_math == "bf16" || (opt.attention_math == "auto" && opt.dtype != DType::f32);
@@ -67,9 +69,8 @@ PlanInputs plan_inputs(const TrainOptions& opt, int world, int rank) {
   in.offload = opt.offload;
   in.world = world;
   in.rank = rank;
-  in.budget[0] = opt.device_mem;
-  in.budget[1] = opt.offload.host_mem;
-  in.budget[2] = opt.offload.nvme_mem;
+  in.budget = opt.offload.mem;
+  in.budget[Tier::device] = opt.device_mem;
   return in;
 }
 
@@ -85,9 +86,9 @@ Run::Run(const TrainOptions& opt, Communicator& comm, const TrainHooks& hooks, c
   // Planned again where the device can give less than the plan's budget: its budget (a GPU's:
   // --device-mem, or the free memory less the reserve) less what is taken already (cuBLASLt's workspace,
   // the device communicator's buffer).
-  if (const MemoryBudget& b = dev->budget(MemoryKind::device); b.budget() - b.used() < plan.in.budget[0]) {
+  if (const MemoryBudget& b = dev->budget(MemoryKind::device); b.budget() - b.used() < plan.in.budget[Tier::device]) {
     PlanInputs in = plan.in;
-    in.budget[0] = b.budget() - b.used();
+    in.budget[Tier::device] = b.budget() - b.used();
     plan = plan_memory(in);
     check_fits_with_advice(plan);
   }
@@ -119,8 +120,7 @@ Run::Run(const TrainOptions& opt, Communicator& comm, const TrainHooks& hooks, c
   };
   engine = std::make_unique<Engine>(*dev, *stream, *dcomm, plan, *planned, ec, init, hooks.engine);
   engine->set_host_comm(comm);
-  const MemoryKind act_home =
-      opt.offload.activations == Tier::host ? MemoryKind::pinned_host : MemoryKind::device;
+  const MemoryKind act_home = tier_memory(opt.offload.activations);
   model = std::make_unique<Gpt>(*dev, opt.model, GptShape{opt.micro_batch, opt.seq_len}, opt.dtype,
                                 opt.checkpointing, *planned, act_home);
   losses = planned->take<double>(kLossSums);

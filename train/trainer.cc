@@ -55,7 +55,7 @@ std::string startup_line(const TrainOptions& opt, const MemoryPlan& plan, int wo
       world == 1 ? "" : "s", opt.zero.stage, opt.micro_batch, opt.seq_len, opt.grad_accum,
       format_bytes(plan.total(Tier::device)).c_str(), format_bytes(opt.device_mem).c_str(),
       format_bytes(plan.state_bytes(Tier::device)).c_str(), format_bytes(plan.total(Tier::host)).c_str(),
-      format_bytes(opt.offload.host_mem).c_str(), format_bytes(plan.state_bytes(Tier::host)).c_str(),
+      format_bytes(opt.offload.mem[Tier::host]).c_str(), format_bytes(plan.state_bytes(Tier::host)).c_str(),
       format_bytes(plan.total(Tier::nvme)).c_str());
   return line;
 }
@@ -213,23 +213,22 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
           " on every rank: validating, saving and cleaning up");
   }
   loop.validate(last, result);
-  for (int i = 0; i < 3; ++i) {
-    result.plan_bytes[i] = run.plan.total(Tier(i));
-    result.peak_bytes[i] =
-        i == 2 ? run.engine->nvme_budget().peak()
-               : run.dev->budget(i == 0 ? MemoryKind::device : MemoryKind::pinned_host).peak();
+  for (Tier t : tiers()) {
+    result.plan_bytes[t] = run.plan.total(t);
+    result.peak_bytes[t] =
+        in_file(t) ? run.engine->nvme_budget().peak() : run.dev->budget(tier_memory(t)).peak();
   }
   result.persistent_bytes = run.plan.state_bytes(Tier::device);
   result.host_persistent_bytes = run.plan.state_bytes(Tier::host);
   if (comm.rank() == 0) {
     std::string cmp = "memory: planned vs allocated peak per rank:";
-    for (int i = 0; i < 3; ++i)
+    for (Tier t : tiers())
       cmp.append(" ")
-          .append(tier_name(Tier(i)))
+          .append(tier_name(t))
           .append(" ")
-          .append(format_bytes(result.plan_bytes[i]))
+          .append(format_bytes(result.plan_bytes[t]))
           .append(" / ")
-          .append(format_bytes(result.peak_bytes[i]));
+          .append(format_bytes(result.peak_bytes[t]));
     log(cmp);
   }
   if (!opt.save_safetensors.empty()) export_model(opt, comm, run, log, last, result.checkpoint);

@@ -25,9 +25,9 @@ struct TrainResult {
   double mean_step_ms = 0;
   std::size_t persistent_bytes = 0;       // the plan's params, grads and optimizer states on the device
   std::size_t host_persistent_bytes = 0;  // the same on the host tier (offloaded states)
-  std::size_t plan_bytes[3] = {0, 0, 0};  // the printed plan's total per tier (device, host, nvme)
-  std::size_t peak_bytes[3] = {0, 0, 0};  // peak per tier, as the allocators' budgets saw it
-  std::vector<nlohmann::json> metrics;    // the per-step records written to --metrics
+  PerTier<std::size_t> plan_bytes;      // the printed plan's total per tier
+  PerTier<std::size_t> peak_bytes;      // peak per tier, as the allocators' budgets saw it
+  std::vector<nlohmann::json> metrics;  // the per-step records written to --metrics
   int stopped_after = 0;  // > 0: a stop signal ended the run after this step (0: it ran every step)
   int stop_signal = 0;    // the highest signal number any rank received (the same on every rank)
   std::string checkpoint;  // the last checkpoint this run saved ("" when none)

@@ -22,7 +22,7 @@ Engine::Engine(Device& dev, Stream& stream, Communicator& comm, const MemoryPlan
       hooks_(std::move(hooks)),
       fp16_(plan.in.dtype == DType::f16),
       reduce_every_micro_step_(plan.placement.any(&GroupPlacement::grads_sharded)),
-      nvme_budget_("nvme", plan.in.budget[2]),
+      nvme_budget_("nvme", plan.in.budget[Tier::nvme]),
       done_(dev.create_event()) {
   TZ_CHECK(cfg.grad_accum >= 1, "gradient accumulation steps must be at least 1, got ", cfg.grad_accum);
   TZ_CHECK(comm.size() == plan.map.world() && comm.rank() == plan.map.rank(), "the memory plan is for rank ",
@@ -103,7 +103,7 @@ void Engine::make_reducer(PlannedBuffers& planned) {
   std::vector<GradReducer::Destination> dest(groups_.size());
   for (GroupState& g : groups_) {
     GradReducer::Destination& d = dest[g.index];
-    d.on_host = g.place->grad_home == Tier::host;
+    d.on_host = in_host_memory(g.place->grad_home);
     // Sharded gradients add every micro-step's reduced shard; a whole accumulator gets the reduced sum
     // over the whole group (all-reduce) or over this rank's shard (reduce-scatter).
     d.how = g.place->grads_sharded ? GradReducer::Deliver::add : GradReducer::Deliver::copy;
@@ -133,7 +133,7 @@ void Engine::initialize(const GroupInit& init) {
     const GroupPlacement& gp = *g.place;
     const std::size_t p0 = gp.params_sharded ? g.shard.offset : 0,
                       pn = gp.params_sharded ? g.shard.count : g.shards.padded;
-    if (gp.params_home == Tier::nvme) {
+    if (in_file(gp.params_home)) {
       param_swap_->initialize(g.index, values.data() + p0);
     } else {
       cast.resize(pn * dtype_size(g.working));

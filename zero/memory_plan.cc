@@ -17,23 +17,20 @@ std::string adam_v_buffer(const std::string& g) { return "adam v " + g; }
 
 namespace {
 
-MemoryKind kind_of(Tier t) { return t == Tier::host ? MemoryKind::pinned_host : MemoryKind::device; }
-Tier tier_of(MemoryKind k) { return k == MemoryKind::device ? Tier::device : Tier::host; }
-
 // A group's persistent states: working params, gradients, fp32 master, Adam m and v, where placed.
 void add_states(std::vector<BufferSpec>& v, const GroupSpec& spec, const GroupShards& sh,
                 const GroupPlacement& gp, DType working) {
   const std::size_t es = dtype_size(working);
-  if (gp.params_home != Tier::nvme)
-    v.push_back({params_buffer(spec.name), "working params", kind_of(gp.params_home),
+  if (!in_file(gp.params_home))
+    v.push_back({params_buffer(spec.name), "working params", tier_memory(gp.params_home),
                  (gp.params_sharded ? sh.shard_count : sh.padded) * es});
   v.push_back({grad_buffer(spec.name), gp.grads_sharded ? "fp32 grad shards" : "fp32 grads",
-               kind_of(gp.grad_home), (gp.grads_sharded ? sh.shard_count : sh.padded) * 4});
+               tier_memory(gp.grad_home), (gp.grads_sharded ? sh.shard_count : sh.padded) * 4});
   const std::size_t n = gp.opt_range.count * 4;
-  if (gp.master_home != Tier::nvme && !gp.master_is_params)
-    v.push_back({master_buffer(spec.name), "fp32 master", kind_of(gp.master_home), n});
-  if (gp.m_home != Tier::nvme) v.push_back({adam_m_buffer(spec.name), "adam m", kind_of(gp.m_home), n});
-  if (gp.v_home != Tier::nvme) v.push_back({adam_v_buffer(spec.name), "adam v", kind_of(gp.v_home), n});
+  if (!in_file(gp.master_home) && !gp.master_is_params)
+    v.push_back({master_buffer(spec.name), "fp32 master", tier_memory(gp.master_home), n});
+  if (!in_file(gp.m_home)) v.push_back({adam_m_buffer(spec.name), "adam m", tier_memory(gp.m_home), n});
+  if (!in_file(gp.v_home)) v.push_back({adam_v_buffer(spec.name), "adam v", tier_memory(gp.v_home), n});
 }
 
 // Backward's transient full-size gradients where groups are reduced every micro-step: the embedding's
@@ -98,7 +95,7 @@ MemoryPlan plan_memory(const PlanInputs& in) {
     largest_range = std::max(largest_range, gp.opt_range.count);
   }
   p.update_chunk = std::min(optimizer_chunk_elems(in.offload.sub_group_size, block), largest_range);
-  if (in.offload.optimizer == Tier::nvme) {
+  if (in_file(in.offload.optimizer)) {
     p.optimizer_swap =
         plan_optimizer_swap(counts, 0, in.offload.sub_group_size, in.offload.buffer_count, block);
     p.update_chunk = p.optimizer_swap.chunk;
@@ -114,7 +111,7 @@ MemoryPlan plan_memory(const PlanInputs& in) {
     add_states(p.buffers, p.layout.groups[g], p.map.group(g), pl.groups[g], in.dtype);
   add_backward_grads(p.buffers, p);
   bool host_grads = false;
-  for (const GroupPlacement& gp : pl.groups) host_grads |= gp.grad_home == Tier::host;
+  for (const GroupPlacement& gp : pl.groups) host_grads |= in_host_memory(gp.grad_home);
   if (pl.reduce) append(p.buffers, GradReducer::buffers(p.map, p.buckets, host_grads));
   append(p.buffers, ParamGatherer::buffers(p.gathers, in.dtype));
   if (!p.optimizer_swap.counts.empty()) append(p.buffers, OptimizerSwapper::buffers(p.optimizer_swap));
@@ -124,20 +121,23 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   p.buffers.push_back({kLossReadback, "scalars", MemoryKind::pinned_host, 3 * sizeof(double)});
   p.buffers.push_back({kTokenStaging, "scalars", MemoryKind::pinned_host,
                        4 * std::size_t(in.shape.B) * in.shape.T * sizeof(std::int32_t)});
-  const MemoryKind ckpt = in.offload.activations == Tier::host ? MemoryKind::pinned_host : MemoryKind::device;
+  const MemoryKind ckpt = tier_memory(in.offload.activations);
   append(p.buffers, Gpt::buffers(in.model, in.shape, in.dtype, in.checkpointing, ckpt, in.device));
   return p;
 }
 
 std::size_t MemoryPlan::total(Tier t) const {
-  if (t == Tier::nvme) return nvme_bytes;
-  return total_bytes(buffers, kind_of(t));
+  if (in_file(t)) return nvme_bytes;
+  std::size_t n = 0;
+  for (const BufferSpec& b : buffers)
+    if (memory_tier(b.kind) == t) n += b.bytes;
+  return n;
 }
 
 std::size_t MemoryPlan::state_bytes(Tier t) const {
   std::size_t n = 0;
   for (const BufferSpec& b : buffers)
-    if (tier_of(b.kind) == t &&
+    if (memory_tier(b.kind) == t &&
         (b.cls == "working params" || b.cls == "fp32 grads" || b.cls == "fp32 grad shards" ||
          b.cls == "fp32 master" || b.cls == "adam m" || b.cls == "adam v"))
       n += b.bytes;
@@ -151,12 +151,12 @@ std::vector<PlanRow> MemoryPlan::rows() const {
       if (x.what == what && x.tier == t) return void(x.bytes += bytes);
     r.push_back({what, t, bytes});
   };
-  for (const BufferSpec& b : buffers) add(b.cls, tier_of(b.kind), b.bytes);
+  for (const BufferSpec& b : buffers) add(b.cls, memory_tier(b.kind), b.bytes);
   if (optimizer_swap.bytes) {
     // Three arrays per group (master, m, v), each block-aligned: a third of the range each.
-    for (const char* c : {"fp32 master", "adam m", "adam v"}) add(c, Tier::nvme, optimizer_swap.bytes / 3);
+    for (const char* c : {"fp32 master", "adam m", "adam v"}) add(c, in.offload.optimizer, optimizer_swap.bytes / 3);
   }
-  if (param_swap.bytes) add("working params", Tier::nvme, param_swap.bytes);
+  if (param_swap.bytes) add("working params", in.offload.param, param_swap.bytes);
   return r;
 }
 
@@ -168,9 +168,9 @@ std::string MemoryPlan::table() const {
                   format_bytes(r.bytes).c_str());
     t += b;
   }
-  for (int i = 0; i < 3; ++i) {
-    std::snprintf(b, sizeof b, "  %-40s %-6s %12s of %s\n", "total", tier_name(Tier(i)).c_str(),
-                  format_bytes(total(Tier(i))).c_str(), format_bytes(in.budget[i]).c_str());
+  for (Tier tier : tiers()) {
+    std::snprintf(b, sizeof b, "  %-40s %-6s %12s of %s\n", "total", tier_name(tier).c_str(),
+                  format_bytes(total(tier)).c_str(), format_bytes(in.budget[tier]).c_str());
     t += b;
   }
   t.pop_back();
@@ -178,21 +178,20 @@ std::string MemoryPlan::table() const {
 }
 
 std::string MemoryPlan::fit_problem() const {
-  static const char* flag[3] = {"--device-mem", "--host-mem", "--nvme-mem"};
-  for (int i = 0; i < 3; ++i) {
-    const std::size_t need = total(Tier(i)), budget = in.budget[i];
+  for (Tier t : tiers()) {
+    const std::size_t need = total(t), budget = in.budget[t];
     if (need <= budget) continue;
     std::vector<PlanRow> r = rows();
-    std::erase_if(r, [&](const PlanRow& x) { return x.tier != Tier(i); });
+    std::erase_if(r, [&](const PlanRow& x) { return x.tier != t; });
     std::sort(r.begin(), r.end(), [](const PlanRow& a, const PlanRow& b) { return a.bytes > b.bytes; });
     std::string largest;
     for (std::size_t k = 0; k < std::min<std::size_t>(3, r.size()); ++k)
       largest += (k ? ", " : "") + r[k].what + " " + format_bytes(r[k].bytes);
-    return detail::concat("out of ", tier_name(Tier(i)), " memory budget: the memory plan needs ", format_bytes(need),
-                          " on the ", tier_name(Tier(i)), " tier of rank ", in.rank, " but the budget is ",
+    return detail::concat("out of ", tier_name(t), " memory budget: the memory plan needs ", format_bytes(need),
+                          " on the ", tier_name(t), " tier of rank ", in.rank, " but the budget is ",
                           format_bytes(budget), ", short by ", format_bytes(need - budget), " (largest: ", largest,
-                          "); raise the budget (", flag[i], ")",
-                          i == 0 ? ", use a smaller model, micro-batch, sequence length or --reduce-bucket-size, or "
+                          "); raise the budget (", tier_traits(t).budget_flag, ")",
+                          on_device(t) ? ", use a smaller model, micro-batch, sequence length or --reduce-bucket-size, or "
                                    "offload states (--offload-optimizer, --offload-param, --offload-activations)"
                                  : ", or offload less to this tier");
   }

@@ -35,7 +35,7 @@ struct PlanInputs {
   ZeroOptions zero;
   OffloadOptions offload;
   int world = 1, rank = 0;
-  std::size_t budget[3] = {kUnlimited, kUnlimited, kUnlimited};  // device, host, nvme (bytes)
+  PerTier<std::size_t> budget = PerTier<std::size_t>(kUnlimited);  // bytes
 };
 
 // One row of the printed plan: a state class on a tier and its bytes on this rank.

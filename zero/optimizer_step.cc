@@ -32,14 +32,14 @@ std::vector<BufferSpec> OptimizerStep::buffers(const MemoryPlan& p) {
                             {kReadback, "scalars", MemoryKind::pinned_host, (G + 1) * 8}};
   bool grad = false, master = false, m = false, vv = false, up = false, down = false;
   for (const GroupPlacement& g : p.placement.groups) {
-    if (g.update_on == Tier::host) {
-      grad |= g.grad_home == Tier::device;
-      master |= g.master_home == Tier::device;
-      m |= g.m_home == Tier::device;
-      vv |= g.v_home == Tier::device;
-      up |= g.params_home == Tier::device;
+    if (in_host_memory(g.update_on)) {
+      grad |= on_device(g.grad_home);
+      master |= on_device(g.master_home);
+      m |= on_device(g.m_home);
+      vv |= on_device(g.v_home);
+      up |= on_device(g.params_home);
     } else {
-      down |= g.params_home != Tier::device;
+      down |= !on_device(g.params_home);
     }
   }
   auto stage = [&](bool need, const char* name, std::size_t bytes) {
@@ -109,7 +109,7 @@ double OptimizerStep::global_norm_squared() {
   be_.memset_async(stream_, partial, 0, (G + 1) * sizeof(double));
   for (GroupState& g : groups_) {
     const std::size_t n = g.shard.count;
-    if (g.place->grad_home == Tier::device) {
+    if (on_device(g.place->grad_home)) {
       be_.sum_squares(stream_, partial + g.index, g.shard_grad(), n);
     } else {  // the same chunked sum on the host, then up into its slot
       readback_.data()[g.index] = host_sum_squares(g.shard_grad(), n);
@@ -166,13 +166,13 @@ void OptimizerStep::update(const AdamStep& adam, float wd) {
     // GPU it runs while the host runs the CPU Adam of the others (each group's arithmetic is its own, so
     // the order does not change any bits).
     // Each group's all-gather bucket starts as soon as every group in it is updated.
-    for (Tier on : {Tier::device, Tier::host})
+    for (bool device_pass : {true, false})
       for (GroupState& g : groups_) {
-        if (g.place->update_on != on) continue;
+        if (on_device(g.place->update_on) != device_pass) continue;
         if (!keep_speculative(g, adam, wd))
           for (std::size_t b = 0; b < g.place->opt_range.count; b += plan_.update_chunk) {
             const std::size_t n = std::min(plan_.update_chunk, g.place->opt_range.count - b);
-            if (on == Tier::device)
+            if (device_pass)
               update_on_device(g, b, n, adam, wd);
             else
               update_on_host(g, b, n, nullptr, nullptr, nullptr, adam, wd);
@@ -201,7 +201,7 @@ void OptimizerStep::update_on_device(GroupState& g, std::size_t begin, std::size
   const GroupPlacement& gp = *g.place;
   const std::size_t lo = gp.opt_range.offset + begin, es = dtype_size(g.working);
   std::uint8_t* out = gp.master_is_params              ? nullptr
-                      : gp.params_home == Tier::device ? g.params_at(lo)
+                      : on_device(gp.params_home) ? g.params_at(lo)
                                                        : device_params_out_.data();
   for_each_tensor(*g.spec, lo, n, [&](std::size_t off, std::size_t cnt, bool decay) {
     AdamStep s = adam;
@@ -209,16 +209,16 @@ void OptimizerStep::update_on_device(GroupState& g, std::size_t begin, std::size
     be_.adamw(stream_, g.master_at(begin + off), g.m.data() + begin + off, g.v.data() + begin + off,
               g.grad_at(begin + off), cnt, s, out ? out + off * es : nullptr, g.working);
   });
-  if (gp.params_home == Tier::device) return;
+  if (on_device(gp.params_home)) return;
   // The shard lives off the device: bring the updated working params down to it.
   void* dst =
-      gp.params_home == Tier::host ? static_cast<void*>(g.params_at(lo)) : param_swap_->writeback_buffer();
+      in_host_memory(gp.params_home) ? static_cast<void*>(g.params_at(lo)) : param_swap_->writeback_buffer();
   computed_->record(stream_);
   computed_->wait(*down_);
   be_.copy_async(*down_, dst, out, n * es);
   down_done_->record(*down_);
   down_done_->synchronize();  // `out` is reused by the next piece; the write-back reads `dst`
-  if (gp.params_home == Tier::nvme) param_swap_->commit(g.index, begin, n);
+  if (in_file(gp.params_home)) param_swap_->commit(g.index, begin, n);
 }
 
 void OptimizerStep::update_on_host(GroupState& g, std::size_t begin, std::size_t n, float* p, float* m,
@@ -228,7 +228,7 @@ void OptimizerStep::update_on_host(GroupState& g, std::size_t begin, std::size_t
   // Host pointers to every array the CPU Adam reads: the host tier's own, or device arrays staged down.
   bool staged = false;
   auto host = [&](Tier home, float* dev_or_host, Buffer<float>& staging) -> float* {
-    if (home == Tier::host) return dev_or_host;
+    if (in_host_memory(home)) return dev_or_host;
     be_.copy_async(*down_, staging.data(), dev_or_host, n * sizeof(float));
     staged = true;
     return staging.data();
@@ -243,26 +243,26 @@ void OptimizerStep::update_on_host(GroupState& g, std::size_t begin, std::size_t
     down_done_->record(*down_);
     down_done_->synchronize();
   }
-  std::uint8_t* out = gp.params_home == Tier::host ? g.params_at(lo)
-                      : gp.params_home == Tier::nvme
+  std::uint8_t* out = in_host_memory(gp.params_home) ? g.params_at(lo)
+                      : in_file(gp.params_home)
                           ? static_cast<std::uint8_t*>(param_swap_->writeback_buffer())
                           : stage_params_.data();
   group_adamw(*g.spec, lo, n, p, m, v, gr, out, g.working, adam, wd);
   // Staged arrays go back up, the working params to where they live.
   bool up = false;
   auto back = [&](Tier home, float* dst, const float* src) {
-    if (home != Tier::device || optimizer_swap_) return;
+    if (!on_device(home) || optimizer_swap_) return;
     be_.copy_async(*up_, dst, src, n * sizeof(float));
     up = true;
   };
   back(gp.master_home, g.master_at(begin), p);
   back(gp.m_home, g.m.data() + begin, m);
   back(gp.v_home, g.v.data() + begin, v);
-  if (gp.params_home == Tier::device) {
+  if (on_device(gp.params_home)) {
     be_.copy_async(*up_, g.params_at(lo), out, n * es);
     up = true;
   }
-  if (gp.params_home == Tier::nvme) param_swap_->commit(g.index, begin, n);
+  if (in_file(gp.params_home)) param_swap_->commit(g.index, begin, n);
   if (up) {  // the staging is reused by the next piece, and the compute stream reads what went up
     up_done_->record(*up_);
     up_done_->synchronize();
@@ -299,7 +299,7 @@ void OptimizerStep::launch_regathers() {
 
 void OptimizerStep::zero_grads() {
   for (GroupState& g : groups_) {
-    if (g.place->grad_home == Tier::host)
+    if (in_host_memory(g.place->grad_home))
       host_zero(g.grad.data(), g.grad_count());
     else
       be_.memset_async(stream_, g.grad.data(), 0, g.grad_count() * sizeof(float));

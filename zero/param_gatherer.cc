@@ -17,7 +17,7 @@ GatherPlan plan_gathers(const ShardMap& map, const Placement& place, const ZeroO
   for (int g = 0; g < map.groups(); ++g) {
     const GroupPlacement& gp = place.groups[g];
     if (!gp.params_sharded) continue;
-    nvme |= gp.params_home == Tier::nvme;
+    nvme |= in_file(gp.params_home);
     largest_shard = std::max(largest_shard, map.group(g).shard_count);
     if (g == held) {
       p.held_group = g, p.held_elems = map.group(g).padded;  // held through the pass: a slot of its own
@@ -111,11 +111,11 @@ void ParamGatherer::launch_gather(Slot& slot) {
   std::uint8_t* mine = slot.mem.data() + std::size_t(map_.rank()) * bytes;
   // A device shard is gathered straight from where it lives; a host or NVMe one is first copied up
   // into this rank's part of the slot and gathered in place.
-  if (place_.groups[g].params_home == Tier::device) {
+  if (on_device(place_.groups[g].params_home)) {
     slot.work = comm_.all_gather(shard_[g], slot.mem.data(), count, place_.working);
     return;
   }
-  const void* src = place_.groups[g].params_home == Tier::host ? shard_[g] : slot.staging.data();
+  const void* src = in_host_memory(place_.groups[g].params_home) ? shard_[g] : slot.staging.data();
   slot.free->wait(*up_);  // the kernels that read the slot's previous group are done with it
   dev_.backend().copy_async(*up_, mine, src, bytes);
   copied_->record(*up_);
@@ -126,7 +126,7 @@ void ParamGatherer::launch_gather(Slot& slot) {
 void ParamGatherer::start_gather(int g, int s) {
   Slot& slot = slots_[s];
   slot.group = g;
-  if (place_.groups[g].params_home == Tier::nvme) {
+  if (in_file(place_.groups[g].params_home)) {
     slot.fetch = nvme_->fetch(g, slot.staging.data());
     slot.fetching = true;
     pending_.push_back({s, acquires_});

@@ -18,7 +18,7 @@ ParamSwapPlan plan_param_swap(const ShardMap& map, const Placement& place, std::
   std::size_t largest = 0;
   for (int g = 0; g < map.groups(); ++g) {
     const GroupPlacement& gp = place.groups[g];
-    const bool nvme = gp.params_sharded && gp.params_home == Tier::nvme;
+    const bool nvme = gp.params_sharded && in_file(gp.params_home);
     p.offset.push_back(nvme ? std::int64_t(off) : -1);
     p.count.push_back(map.group(g).shard_count);
     if (!nvme) continue;

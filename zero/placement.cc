@@ -16,18 +16,18 @@ namespace {
 
 void check_options(int stage, const OffloadOptions& o) {
   TZ_CHECK(stage >= 0 && stage <= 3, "ZeRO stage must be 0, 1, 2 or 3, got ", stage);
-  TZ_CHECK(o.param == Tier::device || stage == 3, "offload_param needs ZeRO stage 3 (parameters are only ",
+  TZ_CHECK(on_device(o.param) || stage == 3, "offload_param needs ZeRO stage 3 (parameters are only ",
            "partitioned there); got stage ", stage);
   TZ_CHECK(
-      (o.optimizer != Tier::nvme && o.param != Tier::nvme) || !o.nvme_paths.empty(),
+      (!in_file(o.optimizer) && !in_file(o.param)) || !o.nvme_paths.empty(),
       "offloading to nvme needs at least one --nvme-path (zero_optimization.offload_optimizer.nvme_path)");
-  TZ_CHECK(o.activations != Tier::nvme, "activation checkpoints can be offloaded to cpu, not nvme");
+  TZ_CHECK(!in_file(o.activations), "activation checkpoints can be offloaded to cpu, not ", tier_name(o.activations));
   for (double r : {o.host_ratio_master, o.host_ratio_m, o.host_ratio_v})
     TZ_CHECK(r >= 0 && r <= 1, "an offload ratio must be in [0, 1], got ", r);
 }
 
-// Per optimizer class, which groups live on the host tier: whole groups in order until the class's
-// host share (offload_optimizer.ratio) of this rank's optimizer elements is reached.
+// Per optimizer class, which groups live on the offload tier: whole groups in order until the class's
+// share (offload_optimizer.ratio) of this rank's optimizer elements is reached.
 std::vector<bool> host_groups(const std::vector<GroupPlacement>& gp, double ratio) {
   double total = 0, placed = 0;
   for (const GroupPlacement& g : gp) total += double(g.opt_range.count);
@@ -40,17 +40,17 @@ std::vector<bool> host_groups(const std::vector<GroupPlacement>& gp, double rati
 }
 
 void place_optimizer(std::vector<GroupPlacement>& gp, const OffloadOptions& o) {
-  if (o.optimizer == Tier::device) return;
-  if (o.optimizer == Tier::nvme) {
-    for (GroupPlacement& g : gp) g.master_home = g.m_home = g.v_home = Tier::nvme;
+  if (on_device(o.optimizer)) return;
+  if (in_file(o.optimizer)) {
+    for (GroupPlacement& g : gp) g.master_home = g.m_home = g.v_home = o.optimizer;
     return;
   }
   const auto master = host_groups(gp, o.host_ratio_master), m = host_groups(gp, o.host_ratio_m),
              v = host_groups(gp, o.host_ratio_v);
   for (std::size_t i = 0; i < gp.size(); ++i) {
-    gp[i].master_home = master[i] ? Tier::host : Tier::device;
-    gp[i].m_home = m[i] ? Tier::host : Tier::device;
-    gp[i].v_home = v[i] ? Tier::host : Tier::device;
+    gp[i].master_home = master[i] ? o.optimizer : Tier::device;
+    gp[i].m_home = m[i] ? o.optimizer : Tier::device;
+    gp[i].v_home = v[i] ? o.optimizer : Tier::device;
   }
 }
 
@@ -77,15 +77,17 @@ Placement place(const ParamLayout& layout, const ShardMap& map, DType working, c
     gp.regather_after_step = stage >= 1 && !gp.params_sharded && map.world() > 1;
   }
   place_optimizer(p.groups, o);
+  // The host memory the CPU Adam works in: the optimizer's tier, or the host tier's when the states are
+  // swapped from a file.
+  const Tier host_side = in_host_memory(o.optimizer) ? o.optimizer : Tier::host;
   for (GroupPlacement& gp : p.groups) {
-    const bool host_update =
-        gp.master_home != Tier::device || gp.m_home != Tier::device || gp.v_home != Tier::device;
-    gp.update_on = host_update ? Tier::host : Tier::device;
+    const bool host_update = !on_device(gp.master_home) || !on_device(gp.m_home) || !on_device(gp.v_home);
+    gp.update_on = host_update ? host_side : Tier::device;
     // The optimizer reads the reduced shard where it runs (stages 2-3).
     gp.grad_home = gp.grads_sharded ? gp.update_on : Tier::device;
     // fp32 working params on the device serve as the master unless another tier updates it or the
     // shard lives off the device (then the master must outlive the working copy's write-back).
-    gp.master_is_params = working == DType::f32 && !host_update && gp.params_home == Tier::device;
+    gp.master_is_params = working == DType::f32 && !host_update && on_device(gp.params_home);
   }
   return p;
 }

@@ -25,7 +25,8 @@ struct GroupPlacement {
   Tier master_home = Tier::device, m_home = Tier::device, v_home = Tier::device;
   // fp32 working params on the device are the master themselves (no separate copy).
   bool master_is_params = false;
-  // Which AdamW updates the group: the device's, or the CPU Adam on the host (any state off the device).
+  // Which AdamW updates the group: the device's (the device tier), or the CPU Adam (any state off the
+  // device), in the host tier it names (the optimizer's, or the host tier for states swapped from NVMe).
   Tier update_on = Tier::device;
   // Params whole but only opt_range updated here: all-gather them from every rank after the step.
   bool regather_after_step = false;

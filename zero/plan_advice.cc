@@ -23,7 +23,7 @@ struct Candidate {
 bool fits(const PlanInputs& in, PlanChange* out) {
   try {
     const MemoryPlan p = plan_memory(in);
-    for (int t = 0; t < 3; ++t) out->total[t] = p.total(Tier(t));
+    for (Tier t : tiers()) out->total[t] = p.total(t);
     return p.fit_problem().empty();
   } catch (const Error&) {
     return false;  // a combination the planner refuses (e.g. parameter offload below stage 3)
@@ -76,25 +76,25 @@ std::vector<Candidate> candidates(const PlanInputs& in) {
   for (int s = z.stage + 1; s <= 3; ++s)
     c.push_back(toggle("--zero-stage " + std::to_string(s), 3, [s](PlanInputs& x) { return x.zero.stage = s, true; }));
   c.push_back(toggle("--offload-optimizer cpu", 4, [](PlanInputs& x) {
-    if (x.offload.optimizer != Tier::device) return false;
+    if (!on_device(x.offload.optimizer)) return false;
     x.offload.optimizer = Tier::host;
     return true;
   }));
   const bool nvme = !in.offload.nvme_paths.empty();
   c.push_back(toggle(nvme ? "--offload-optimizer nvme" : "--offload-optimizer nvme --nvme-path DIR", 5, [](PlanInputs& x) {
-    if (x.offload.optimizer == Tier::nvme) return false;
+    if (in_file(x.offload.optimizer)) return false;
     x.offload.optimizer = Tier::nvme;
     if (x.offload.nvme_paths.empty()) x.offload.nvme_paths = {"DIR"};
     return true;
   }));
   c.push_back(toggle(std::string(z.stage == 3 ? "" : "--zero-stage 3 ") + "--offload-param cpu", 5, [](PlanInputs& x) {
-    if (x.offload.param != Tier::device) return false;
+    if (!on_device(x.offload.param)) return false;
     x.zero.stage = 3;
     x.offload.param = Tier::host;
     return true;
   }));
   c.push_back(toggle("--checkpoint-activations --offload-activations cpu", 5, [](PlanInputs& x) {
-    if (x.offload.activations != Tier::device) return false;
+    if (!on_device(x.offload.activations)) return false;
     x.checkpointing = ActivationCheckpointing::per_block;
     x.offload.activations = Tier::host;
     return true;
@@ -181,12 +181,15 @@ std::string advice_text(const MemoryPlan& plan, const Hardware* hw, int grad_acc
         "checkpointing, a higher stage, offloading, up to 16x the ranks): raise the budget of the tier named above";
     return s;
   }
-  s = std::string("smallest changes that fit (each re-planned; per rank: device / host / nvme") +
+  std::string names;
+  for (Tier t : tiers()) names += (names.empty() ? "" : " / ") + tier_name(t);
+  s = "smallest changes that fit (each re-planned; per rank: " + names +
       (hw ? "; predicted step on " + hw->name : "") + "):";
   for (const PlanChange& c : changes) {
     std::string line = "\n  " + c.flags;
     if (line.size() < 56) line.append(56 - line.size(), ' ');
-    line += " " + format_bytes(c.total[0]) + " / " + format_bytes(c.total[1]) + " / " + format_bytes(c.total[2]);
+    const char* sep = " ";
+    for (Tier t : tiers()) line += sep + format_bytes(c.total[t]), sep = " / ";
     if (hw) {
       char t[48];
       std::snprintf(t, sizeof t, c.step_s > 0 ? "; %.1f ms" : "; (no rate)", c.step_s * 1e3);

@@ -15,7 +15,7 @@ namespace tz {
 struct PlanChange {
   std::string flags;  // what to give on the command line, e.g. "--reduce-bucket-size 5e7"
   int cost = 0;       // rank of the change's price: 0 none (sizes), higher costs time or ranks
-  std::size_t total[3] = {0, 0, 0};  // the changed plan's bytes per tier on this rank
+  PerTier<std::size_t> total;  // the changed plan's bytes per tier on this rank
   double step_s = 0;                 // its predicted step time, when advise() was given hardware
   PlanInputs inputs;                 // the changed settings
 };

@@ -38,8 +38,8 @@ bool SpeculativeAdam::enabled(const MemoryPlan& p) {
 namespace {
 
 bool qualifies(const GroupPlacement& gp) {
-  return gp.update_on == Tier::host && gp.grad_home == Tier::host && gp.master_home == Tier::host &&
-         gp.m_home == Tier::host && gp.v_home == Tier::host && gp.params_home != Tier::nvme && gp.opt_range.count > 0;
+  return in_host_memory(gp.update_on) && in_host_memory(gp.grad_home) && in_host_memory(gp.master_home) &&
+         in_host_memory(gp.m_home) && in_host_memory(gp.v_home) && !in_file(gp.params_home) && gp.opt_range.count > 0;
 }
 
 }  // namespace
@@ -159,7 +159,7 @@ void SpeculativeAdam::update(const Task& t) {
   std::memcpy(saved(t.g, 0), g.master_at(0), count * sizeof(float));
   std::memcpy(saved(t.g, 1), g.m.data(), count * sizeof(float));
   std::memcpy(saved(t.g, 2), g.v.data(), count * sizeof(float));
-  const bool host_params = gp.params_home == Tier::host;
+  const bool host_params = in_host_memory(gp.params_home);
   if (host_params) std::memcpy(saved_working(t.g), g.params_at(gp.opt_range.offset), count * es);
   for (std::size_t b = 0; b < count; b += plan_.update_chunk) {
     const std::size_t n = std::min(plan_.update_chunk, count - b), lo = gp.opt_range.offset + b;
@@ -181,14 +181,14 @@ void SpeculativeAdam::roll_back(int g) {
   std::memcpy(s.master_at(0), saved(g, 0), count * sizeof(float));
   std::memcpy(s.m.data(), saved(g, 1), count * sizeof(float));
   std::memcpy(s.v.data(), saved(g, 2), count * sizeof(float));
-  if (gp.params_home == Tier::host)
+  if (in_host_memory(gp.params_home))
     std::memcpy(s.params_at(gp.opt_range.offset), saved_working(g), count * dtype_size(s.working));
   state_[g] = State::idle;
   ++rolled_back_;
 }
 
 const std::uint8_t* SpeculativeAdam::working_out(int g) {
-  return groups_[g].place->params_home == Tier::device ? saved_working(g) : nullptr;
+  return on_device(groups_[g].place->params_home) ? saved_working(g) : nullptr;
 }
 
 void SpeculativeAdam::reset() { std::fill(state_.begin(), state_.end(), State::idle); }

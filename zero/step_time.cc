@@ -129,20 +129,20 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
     const GroupPlacement& gp = pl.groups[g];
     const double shard = double(plan.map.group(g).shard_count), opt = double(gp.opt_range.count);
     const double adam_bytes = opt * (28.0 + wbytes);
-    if (gp.update_on == Tier::host && can_hide && covered[g]) {
+    if (in_host_memory(gp.update_on) && can_hide && covered[g]) {
       spec_adam += save_factor * adam_bytes / adam_rate;
-      if (gp.grad_home == Tier::host) down += (gp.grads_sharded ? accum * shard : opt) * 4;
-      if (gp.params_home == Tier::device) up += opt * wbytes;
-    } else if (gp.update_on == Tier::host) {
+      if (in_host_memory(gp.grad_home)) down += (gp.grads_sharded ? accum * shard : opt) * 4;
+      if (on_device(gp.params_home)) up += opt * wbytes;
+    } else if (in_host_memory(gp.update_on)) {
       host_adam += adam_bytes / adam_rate;
-      if (gp.grad_home == Tier::host) down += (gp.grads_sharded ? accum * shard : opt) * 4;
-      if (gp.params_home == Tier::device) up += opt * wbytes;
+      if (in_host_memory(gp.grad_home)) down += (gp.grads_sharded ? accum * shard : opt) * 4;
+      if (on_device(gp.params_home)) up += opt * wbytes;
     } else {
       dev_adam += adam_bytes / (hw.device_gbs * 1e9 / share);
     }
-    if (gp.master_home == Tier::nvme) nvme_opt_rw += opt * 12;
-    if (gp.params_home == Tier::host) fetch_micro += 2 * shard * wbytes / link;
-    if (gp.params_home == Tier::nvme) {
+    if (in_file(gp.master_home)) nvme_opt_rw += opt * 12;
+    if (in_host_memory(gp.params_home)) fetch_micro += 2 * shard * wbytes / link;
+    if (in_file(gp.params_home)) {
       nvme_fetch_micro += 2 * shard * wbytes / (hw.nvme_read_gbs * 1e9 / rpn);
       nvme_param_write += shard * wbytes / (hw.nvme_write_gbs * 1e9 / rpn);
     }

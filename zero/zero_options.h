@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "zero/tier.h"
+
 
 namespace tz {
 
@@ -41,11 +43,6 @@ struct LossScaleOptions {
   float min_loss_scale = 1;      // the scale never goes below this
 };
 
-// Where a state class lives at rest (DeepSpeed's offload device: none = the compute device).
-enum class Tier { device, host, nvme };
-Tier parse_offload_device(const std::string& s, const std::string& what);  // "none" | "cpu" | "nvme"
-std::string tier_name(Tier t);
-
 // ZeRO-Offload / ZeRO-Infinity (DeepSpeed's offload_optimizer, offload_param and aio sections).
 // Whether the CPU Adam of an offloaded group starts during backward, speculatively (SpeculativeAdam):
 // automatic = on a cuda device (on a cpu device it would compete with backward for the cores).
@@ -58,8 +55,8 @@ struct OffloadOptions {
   Tier param = Tier::device;        // stage 3: the working-parameter shards
   Tier activations = Tier::device;  // the activation checkpoints (each block's input residual stream)
   std::vector<std::string> nvme_paths;
-  std::size_t host_mem = static_cast<std::size_t>(-1);  // budget of the host tier (bytes)
-  std::size_t nvme_mem = static_cast<std::size_t>(-1);  // budget of the nvme tier (bytes)
+  // The budget of each tier but the device's (TrainOptions::device_mem), bytes: --host-mem, --nvme-mem.
+  PerTier<std::size_t> mem = PerTier<std::size_t>(kUnlimited);
   // The host tier is always locked where RLIMIT_MEMLOCK allows; pin_memory makes a refused lock an
   // error unless allow_unpinned (DeepSpeed's pin_memory).
   bool pin_memory = false;

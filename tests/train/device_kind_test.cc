@@ -31,9 +31,9 @@ TEST(DeviceKindAsData, ARegisteredThirdKindIsPlannedWithItsOwnSizesAndTrainsBitw
   ASSERT_EQ(a.losses.size(), 5u);
   EXPECT_EQ(a.losses, b.losses);  // bitwise
   EXPECT_EQ(a.val_loss, b.val_loss);
-  EXPECT_EQ(b.plan_bytes[0] - a.plan_bytes[0], extra);
+  EXPECT_EQ(b.plan_bytes[Tier::device] - a.plan_bytes[Tier::device], extra);
   // What the device's allocator saw, not the plan's bookkeeping: the wide kind's buffers were allocated.
-  EXPECT_EQ(b.peak_bytes[0] - a.peak_bytes[0], extra);
+  EXPECT_EQ(b.peak_bytes[Tier::device] - a.peak_bytes[Tier::device], extra);
 }
 
 }  // namespace

@@ -61,8 +61,8 @@ TEST(Capacity, AModelOfOneGibOfStatesFailsIn64MibWithoutOffloadAndTrainsWithNvme
   o.offload.sub_group_size = 4'000'000;
   TrainResult r = train(o, *comm, quiet);
   ASSERT_EQ(r.losses.size(), 20u);
-  EXPECT_LE(r.peak_bytes[0], 64ull << 20);                          // the device budget held
-  EXPECT_GT(double(r.plan_bytes[2]), 0.9 * states / comm->size());  // the states went to NVMe
+  EXPECT_LE(r.peak_bytes[Tier::device], 64ull << 20);                          // the device budget held
+  EXPECT_GT(double(r.plan_bytes[Tier::nvme]), 0.9 * states / comm->size());  // the states went to NVMe
 
   // The same 20 steps without a budget and without offload: offload moves bytes, not arithmetic.
   TrainOptions free = narrow_and_deep();

@@ -101,16 +101,16 @@ TEST(MemoryPlan, EachTiersTotalIsTheSumOfItsBuffers) {
 TEST(MemoryPlan, ABudgetOneByteShortIsRefusedNamingTheTierAndItsFlag) {
   PlanInputs in = inputs(2, Tier::host);
   const MemoryPlan full = plan_memory(in);
-  in.budget[0] = full.total(Tier::device);
-  in.budget[1] = full.total(Tier::host);
+  in.budget[Tier::device] = full.total(Tier::device);
+  in.budget[Tier::host] = full.total(Tier::host);
   EXPECT_EQ(plan_memory(in).fit_problem(), "");
-  in.budget[1] -= 1;
+  in.budget[Tier::host] -= 1;
   const std::string m = plan_memory(in).fit_problem();
   EXPECT_NE(m.find("out of host memory budget"), std::string::npos) << m;
   EXPECT_NE(m.find("short by 1 B"), std::string::npos) << m;
   EXPECT_NE(m.find("--host-mem"), std::string::npos) << m;
-  in.budget[1] += 1;
-  in.budget[0] -= 1;
+  in.budget[Tier::host] += 1;
+  in.budget[Tier::device] -= 1;
   const std::string d = plan_memory(in).fit_problem();
   EXPECT_NE(d.find("out of device memory budget"), std::string::npos) << d;
   EXPECT_NE(d.find("--device-mem"), std::string::npos) << d;

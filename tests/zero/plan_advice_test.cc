@@ -21,7 +21,7 @@ PlanInputs gpt2_medium_offload(int stage, int world, std::size_t device_mem) {
   in.zero.stage = stage;
   in.offload.optimizer = Tier::host;
   in.world = world;
-  in.budget[0] = device_mem;
+  in.budget[Tier::device] = device_mem;
   return in;
 }
 
@@ -44,7 +44,7 @@ TEST(PlanAdvice, EverySuggestionForGpt2MediumIn1p5GiBFitsWhenReplanned) {
   ASSERT_FALSE(advice.empty());
   for (const PlanChange& c : advice) {
     SCOPED_TRACE(c.flags);
-    EXPECT_LE(c.total[0], budget);
+    EXPECT_LE(c.total[Tier::device], budget);
     EXPECT_NE(c.flags.find(" and "), std::string::npos) << "no single change fits this plan";
   }
   EXPECT_EQ(advice.front().flags.rfind("--reduce-bucket-size 5e7 and ", 0), 0u) << advice.front().flags;
@@ -64,7 +64,7 @@ TEST(PlanAdvice, ASingleChangeIsPreferredAndCheaperKindsComeFirst) {
   in.shape = GptShape{4, 64};
   in.world = 2;
   const MemoryPlan full = plan_memory(in);
-  in.budget[0] = full.total(Tier::device) - (std::size_t(64) << 20);
+  in.budget[Tier::device] = full.total(Tier::device) - (std::size_t(64) << 20);
   const std::vector<PlanChange> advice = advise(in);
   ASSERT_GE(advice.size(), 2u);
   EXPECT_EQ(advice.front().cost, 0) << advice.front().flags;  // a size change costs no time
@@ -95,7 +95,7 @@ TEST(PlanAdvice, AHostTierShortByTheSpeculativeArenaIsToldToTurnTheOverlapOff) {
   const std::size_t without = plan_memory(in).total(Tier::host);
   in.offload.overlap_optimizer = OptimizerOverlap::automatic;  // on: a cuda device
   ASSERT_GT(plan_memory(in).total(Tier::host), without);
-  in.budget[1] = without;
+  in.budget[Tier::host] = without;
   const std::vector<PlanChange> advice = advise(in);
   ASSERT_FALSE(advice.empty());
   EXPECT_EQ(advice.front().flags, "--overlap-optimizer off");

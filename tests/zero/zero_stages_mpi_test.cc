@@ -226,11 +226,11 @@ TEST(ZeroOffload, TheMeasuredPeakPerTierMatchesThePrintedPlanWithin5Percent) {
     o.offload.nvme_paths = {dir.path()};
     o.offload.aio_block_size = 4096;
     TrainResult r = train(o, *w.comm, quiet);
-    for (int t = 0; t < 3; ++t) {
+    for (Tier t : tiers()) {
       EXPECT_NEAR(double(r.peak_bytes[t]), double(r.plan_bytes[t]), 0.05 * double(r.plan_bytes[t]))
-          << "tier " << tier_name(Tier(t)) << ", stage " << c.stage << ", optimizer on " << tier_name(c.opt);
+          << "tier " << tier_name(t) << ", stage " << c.stage << ", optimizer on " << tier_name(c.opt);
     }
-    EXPECT_EQ(r.plan_bytes[2] > 0, c.opt == Tier::nvme);
+    EXPECT_EQ(r.plan_bytes[Tier::nvme] > 0, c.opt == Tier::nvme);
   }
 }
 
@@ -273,15 +273,15 @@ TEST(ZeroOffload, ActivationCheckpointsOnTheHostTierKeepTheLossesAndLeaveTheDevi
   // buffers of that size came to the device as the staging the kernels use instead (a ring of 2 and the
   // recomputation's output).
   const double ckpt = double(o.micro_batch) * o.seq_len * o.model.n_embd * 4;
-  EXPECT_EQ(double(plain.plan_bytes[0] - off.plan_bytes[0]), (o.model.n_layer + 1 - 3) * ckpt);
-  EXPECT_EQ(double(off.plan_bytes[1] - plain.plan_bytes[1]), (o.model.n_layer + 1) * ckpt);
+  EXPECT_EQ(double(plain.plan_bytes[Tier::device] - off.plan_bytes[Tier::device]), (o.model.n_layer + 1 - 3) * ckpt);
+  EXPECT_EQ(double(off.plan_bytes[Tier::host] - plain.plan_bytes[Tier::host]), (o.model.n_layer + 1) * ckpt);
 }
 
 TEST(ZeroOffload, AHostTierThatIsTooSmallIsRefusedNamingIt) {
   World w;
   TrainOptions o = tiny(2, 1);
   o.offload.optimizer = Tier::host;
-  o.offload.host_mem = 64 * 1024;
+  o.offload.mem[Tier::host] = 64 * 1024;
   try {
     train(o, *w.comm, quiet);
     FAIL() << "expected the host budget error";

@@ -1,0 +1,78 @@
+// A tier is data: a fourth tier registered by the test (tests/common/second_host_tier.h: host memory under
+// another name and budget, from a pool of its own) takes the optimizer states and stage 3's parameter
+// shards, trains bitwise like the host tier at stages 1-3 (with the speculative CPU Adam too), and its
+// bytes are what its own allocator saw, not the host tier's; a budget one byte short is refused naming it.
+#include <gtest/gtest.h>
+
+#include "comm/communicator.h"
+#include "tests/common/error_message.h"
+#include "tests/common/second_host_tier.h"
+#include "train/trainer.h"
+#include "zero/memory_plan.h"
+
+namespace tz {
+namespace {
+
+void quiet(const std::string&) {}
+
+TrainOptions tiny(int stage) {
+  TrainOptions o;
+  o.model = gpt_preset("tiny");
+  o.steps = 8;
+  o.lr.lr = 1e-3f;
+  o.log_every = 0;
+  o.val_batches = 2;
+  o.dtype = DType::bf16;
+  o.zero.stage = stage;
+  o.zero.reduce_bucket_size = 40'000;
+  o.zero.allgather_bucket_size = 40'000;
+  o.zero.param_persistence_threshold = 0;
+  return o;
+}
+
+TrainOptions offloaded(TrainOptions o, Tier t) {
+  o.offload.optimizer = t;
+  if (o.zero.stage == 3) o.offload.param = t;
+  return o;
+}
+
+TEST(SecondHostTier, TrainsBitwiseLikeTheHostTierAtStages1To3WithItsBytesInItsOwnAllocator) {
+  const Tier t2 = testing::second_host_tier();  // before the runs make their devices
+  auto comm = make_mpi_world();
+  for (int stage = 1; stage <= 3; ++stage)
+    for (OptimizerOverlap overlap : {OptimizerOverlap::off, OptimizerOverlap::on}) {
+      SCOPED_TRACE("stage " + std::to_string(stage) + ", overlap " + optimizer_overlap_name(overlap));
+      TrainOptions base = tiny(stage);
+      base.offload.overlap_optimizer = overlap;
+      const TrainResult host = train(offloaded(base, Tier::host), *comm, quiet);
+      const TrainResult other = train(offloaded(base, t2), *comm, quiet);
+      ASSERT_EQ(host.losses.size(), 8u);
+      EXPECT_EQ(other.losses, host.losses);  // bitwise
+      EXPECT_EQ(other.val_loss, host.val_loss);
+      // The states' bytes moved from the host tier's allocator to the second tier's pool.
+      EXPECT_GT(other.plan_bytes[t2], 0u);
+      EXPECT_EQ(other.peak_bytes[t2], other.plan_bytes[t2]);
+      EXPECT_EQ(other.plan_bytes[t2] + other.plan_bytes[Tier::host], host.plan_bytes[Tier::host]);
+      EXPECT_EQ(other.peak_bytes[Tier::host], other.plan_bytes[Tier::host]);
+      EXPECT_EQ(host.peak_bytes[t2], 0u);
+      EXPECT_EQ(other.plan_bytes[Tier::device], host.plan_bytes[Tier::device]);
+    }
+}
+
+TEST(SecondHostTier, ABudgetOneByteShortIsRefusedNamingTheTierAndItsFlag) {
+  const Tier t2 = testing::second_host_tier();
+  auto comm = make_mpi_world();
+  TrainOptions o = offloaded(tiny(3), t2);
+  o.steps = 1;
+  const std::size_t need = plan_memory(plan_inputs(o, comm->size(), comm->rank())).total(t2);
+  o.offload.mem[t2] = need;
+  EXPECT_EQ(train(o, *comm, quiet).losses.size(), 1u);  // exactly enough
+  o.offload.mem[t2] = need - 1;
+  const std::string m = testing::error_message([&] { train(o, *comm, quiet); });
+  EXPECT_NE(m.find("out of host2 memory budget"), std::string::npos) << m;
+  EXPECT_NE(m.find("short by 1 B"), std::string::npos) << m;
+  EXPECT_NE(m.find("--host2-mem"), std::string::npos) << m;
+}
+
+}  // namespace
+}  // namespace tz
