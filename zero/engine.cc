@@ -52,7 +52,7 @@ Engine::Engine(Device& dev, Stream& stream, Communicator& comm, const MemoryPlan
   if (plan.placement.reduce) make_reducer(planned);
   if (plan.gathers.any()) make_gatherer(planned);
   optimizer_ =
-      std::make_unique<OptimizerStep>(dev, stream, comm, plan, groups_, planned, optimizer_swap_.get(),
+      std::make_unique<OptimizerStep>(dev, stream, comm, plan.optimizer(), groups_, planned, optimizer_swap_.get(),
                                       param_swap_.get(), plan.in.zero.allgather_bucket_size);
   if (reducer_ && optimizer_->speculation()) {
     // At the last micro-step a group's reduced gradient on the host is final: its CPU Adam can start

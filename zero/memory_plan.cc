@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "core/device_traits.h"
 #include "core/error.h"
 #include "zero/optimizer_step.h"
 
@@ -116,7 +117,7 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   append(p.buffers, ParamGatherer::buffers(p.gathers, in.dtype));
   if (!p.optimizer_swap.counts.empty()) append(p.buffers, OptimizerSwapper::buffers(p.optimizer_swap));
   append(p.buffers, ParamSwapper::buffers(p.param_swap));
-  append(p.buffers, OptimizerStep::buffers(p));
+  append(p.buffers, OptimizerStep::buffers(p.optimizer()));
   p.buffers.push_back({kLossSums, "scalars", MemoryKind::device, 3 * sizeof(double)});
   p.buffers.push_back({kLossReadback, "scalars", MemoryKind::pinned_host, 3 * sizeof(double)});
   p.buffers.push_back({kTokenStaging, "scalars", MemoryKind::pinned_host,
@@ -124,6 +125,18 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   const MemoryKind ckpt = tier_memory(in.offload.activations);
   append(p.buffers, Gpt::buffers(in.model, in.shape, in.dtype, in.checkpointing, ckpt, in.device));
   return p;
+}
+
+OptimizerPlan MemoryPlan::optimizer() const {
+  OptimizerPlan o;
+  o.placement = &placement;
+  o.update_chunk = update_chunk;
+  o.dtype = in.dtype;
+  o.overlap = in.offload.overlap_optimizer;
+  o.overlap_by_default = device_traits(in.device).overlap_optimizer;
+  o.overlap_share = in.offload.overlap_optimizer_share;
+  o.backward_order = buckets.order;
+  return o;
 }
 
 std::size_t MemoryPlan::total(Tier t) const {

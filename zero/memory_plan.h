@@ -12,6 +12,7 @@
 #include "core/buffer_plan.h"
 #include "model/gpt.h"
 #include "zero/grad_reducer.h"
+#include "zero/optimizer_plan.h"
 #include "zero/optimizer_swapper.h"
 #include "zero/param_gatherer.h"
 #include "zero/param_swapper.h"
@@ -57,6 +58,9 @@ struct MemoryPlan {
   std::size_t update_chunk = 0;           // elements per piece of a host-side optimizer update
   std::vector<BufferSpec> buffers;        // device and pinned host memory, model included
   std::uint64_t nvme_bytes = 0;           // the NVMe store: optimizer states, then parameter shards
+
+  // What the optimizer step reads of this plan (a view of its placement: valid while the plan lives).
+  OptimizerPlan optimizer() const;
 
   std::size_t total(Tier t) const;
   // Bytes of the states that persist across steps (params, grads, master, m, v) on a tier.

@@ -7,7 +7,6 @@
 #include "core/host_ops.h"
 #include "model/gpt_init.h"
 #include "zero/group_adam.h"
-#include "zero/memory_plan.h"
 
 namespace tz {
 namespace {
@@ -26,12 +25,12 @@ void for_each_tensor(const GroupSpec& spec, std::size_t lo, std::size_t n, F&& f
 
 }  // namespace
 
-std::vector<BufferSpec> OptimizerStep::buffers(const MemoryPlan& p) {
-  const std::size_t G = p.placement.groups.size(), chunk = p.update_chunk, es = dtype_size(p.in.dtype);
+std::vector<BufferSpec> OptimizerStep::buffers(const OptimizerPlan& p) {
+  const std::size_t G = p.placement->groups.size(), chunk = p.update_chunk, es = dtype_size(p.dtype);
   std::vector<BufferSpec> v{{kPartials, "scalars", MemoryKind::device, (G + 1) * 8},
                             {kReadback, "scalars", MemoryKind::pinned_host, (G + 1) * 8}};
   bool grad = false, master = false, m = false, vv = false, up = false, down = false;
-  for (const GroupPlacement& g : p.placement.groups) {
+  for (const GroupPlacement& g : p.placement->groups) {
     if (in_host_memory(g.update_on)) {
       grad |= on_device(g.grad_home);
       master |= on_device(g.master_home);
@@ -56,7 +55,7 @@ std::vector<BufferSpec> OptimizerStep::buffers(const MemoryPlan& p) {
   return v;
 }
 
-OptimizerStep::OptimizerStep(Device& dev, Stream& stream, Communicator& comm, const MemoryPlan& plan,
+OptimizerStep::OptimizerStep(Device& dev, Stream& stream, Communicator& comm, OptimizerPlan plan,
                              std::vector<GroupState>& groups, PlannedBuffers& planned,
                              OptimizerSwapper* optimizer_swap, ParamSwapper* param_swap,
                              std::size_t allgather_bucket)
@@ -64,7 +63,7 @@ OptimizerStep::OptimizerStep(Device& dev, Stream& stream, Communicator& comm, co
       be_(dev.backend()),
       stream_(stream),
       comm_(comm),
-      plan_(plan),
+      plan_(std::move(plan)),
       groups_(groups),
       optimizer_swap_(optimizer_swap),
       param_swap_(param_swap),
@@ -87,7 +86,7 @@ OptimizerStep::OptimizerStep(Device& dev, Stream& stream, Communicator& comm, co
   take(stage_v_, "optimizer staging: adam v");
   take(stage_params_, "optimizer staging: working params");
   take(device_params_out_, "optimizer output: working params");
-  if (SpeculativeAdam::enabled(plan)) spec_ = std::make_unique<SpeculativeAdam>(plan, groups, planned);
+  if (SpeculativeAdam::enabled(plan_)) spec_ = std::make_unique<SpeculativeAdam>(plan_, groups, planned);
   // Buckets of up to allgather_bucket elements in group order (a larger group is a bucket of its own).
   std::size_t elems = 0;
   for (GroupState& g : groups_) {

@@ -24,6 +24,7 @@
 #include "core/backend.h"
 #include "core/buffer_plan.h"
 #include "zero/group_state.h"
+#include "zero/optimizer_plan.h"
 #include "zero/optimizer_swapper.h"
 #include "zero/param_swapper.h"
 #include "zero/speculative_adam.h"
@@ -31,13 +32,11 @@
 
 namespace tz {
 
-struct MemoryPlan;
-
 class OptimizerStep {
  public:
-  static std::vector<BufferSpec> buffers(const MemoryPlan& plan);
+  static std::vector<BufferSpec> buffers(const OptimizerPlan& plan);
 
-  OptimizerStep(Device& dev, Stream& stream, Communicator& comm, const MemoryPlan& plan,
+  OptimizerStep(Device& dev, Stream& stream, Communicator& comm, OptimizerPlan plan,
                 std::vector<GroupState>& groups, PlannedBuffers& planned, OptimizerSwapper* optimizer_swap,
                 ParamSwapper* param_swap, std::size_t allgather_bucket);
 
@@ -71,7 +70,7 @@ class OptimizerStep {
   Backend& be_;
   Stream& stream_;
   Communicator& comm_;
-  const MemoryPlan& plan_;
+  OptimizerPlan plan_;
   std::vector<GroupState>& groups_;
   OptimizerSwapper* optimizer_swap_;
   ParamSwapper* param_swap_;

@@ -4,18 +4,16 @@
 #include <algorithm>
 #include <cstring>
 
-#include "core/device_traits.h"
 #include "core/error.h"
 #include "zero/group_adam.h"
-#include "zero/memory_plan.h"
 
 namespace tz {
 namespace {
 
 constexpr const char* kArena = "speculative optimizer: saved states";
 
-std::size_t saved_bytes(const MemoryPlan& p, int g) {
-  return p.placement.groups[g].opt_range.count * (3 * sizeof(float) + dtype_size(p.in.dtype));
+std::size_t saved_bytes(const OptimizerPlan& p, int g) {
+  return p.placement->groups[g].opt_range.count * (3 * sizeof(float) + dtype_size(p.dtype));
 }
 
 bool same(const AdamStep& a, const AdamStep& b) {
@@ -25,14 +23,14 @@ bool same(const AdamStep& a, const AdamStep& b) {
 
 }  // namespace
 
-bool SpeculativeAdam::enabled(const MemoryPlan& p) {
-  switch (p.in.offload.overlap_optimizer) {
+bool SpeculativeAdam::enabled(const OptimizerPlan& p) {
+  switch (p.overlap) {
     case OptimizerOverlap::on: return true;
     case OptimizerOverlap::off: return false;
     case OptimizerOverlap::automatic: break;
   }
   // Where the device's cores are the host's, the CPU Adam would compete with backward for them.
-  return device_traits(p.in.device).overlap_optimizer;
+  return p.overlap_by_default;
 }
 
 namespace {
@@ -44,16 +42,16 @@ bool qualifies(const GroupPlacement& gp) {
 
 }  // namespace
 
-std::vector<bool> SpeculativeAdam::covered(const MemoryPlan& p) {
-  const auto& groups = p.placement.groups;
+std::vector<bool> SpeculativeAdam::covered(const OptimizerPlan& p) {
+  const auto& groups = p.placement->groups;
   std::vector<bool> c(groups.size(), false);
   if (!enabled(p)) return c;
   double total = 0;
   for (const GroupPlacement& gp : groups)
     if (qualifies(gp)) total += double(gp.opt_range.count);
-  const double limit = p.in.offload.overlap_optimizer_share * total;
+  const double limit = p.overlap_share * total;
   double taken = 0;
-  for (int g : p.buckets.order) {  // the order backward hands the groups over
+  for (int g : p.backward_order) {  // the order backward hands the groups over
     const GroupPlacement& gp = groups[g];
     if (!qualifies(gp) || taken + double(gp.opt_range.count) > limit) continue;
     c[g] = true;
@@ -62,7 +60,7 @@ std::vector<bool> SpeculativeAdam::covered(const MemoryPlan& p) {
   return c;
 }
 
-std::vector<BufferSpec> SpeculativeAdam::buffers(const MemoryPlan& p) {
+std::vector<BufferSpec> SpeculativeAdam::buffers(const OptimizerPlan& p) {
   std::size_t bytes = 0;
   const std::vector<bool> c = covered(p);
   for (int g = 0; g < int(c.size()); ++g)
@@ -71,7 +69,7 @@ std::vector<BufferSpec> SpeculativeAdam::buffers(const MemoryPlan& p) {
   return {{kArena, "speculative optimizer", MemoryKind::pinned_host, bytes}};
 }
 
-SpeculativeAdam::SpeculativeAdam(const MemoryPlan& plan, std::vector<GroupState>& groups, PlannedBuffers& planned)
+SpeculativeAdam::SpeculativeAdam(const OptimizerPlan& plan, std::vector<GroupState>& groups, PlannedBuffers& planned)
     : plan_(plan),
       groups_(groups),
       offset_(groups.size(), 0),

@@ -21,24 +21,23 @@
 #include "core/backend.h"
 #include "core/buffer_plan.h"
 #include "zero/group_state.h"
+#include "zero/optimizer_plan.h"
 
 namespace tz {
-
-struct MemoryPlan;
 
 class SpeculativeAdam {
  public:
   // Whether the plan runs the optimizer speculatively (OffloadOptions::overlap_optimizer resolved for
   // the device) and a group qualifies.
-  static bool enabled(const MemoryPlan& plan);
+  static bool enabled(const OptimizerPlan& plan);
   // Per group: whether speculation covers it (it qualifies, and it is among the groups backward hands
   // over first, up to OffloadOptions::overlap_optimizer_share of the qualifying elements).
-  static std::vector<bool> covered(const MemoryPlan& plan);
+  static std::vector<bool> covered(const OptimizerPlan& plan);
   // The saved copies: one pinned host arena, (12 + working dtype size) bytes per optimizer element of
   // every qualifying group.
-  static std::vector<BufferSpec> buffers(const MemoryPlan& plan);
+  static std::vector<BufferSpec> buffers(const OptimizerPlan& plan);
 
-  SpeculativeAdam(const MemoryPlan& plan, std::vector<GroupState>& groups, PlannedBuffers& planned);
+  SpeculativeAdam(const OptimizerPlan& plan, std::vector<GroupState>& groups, PlannedBuffers& planned);
   ~SpeculativeAdam();  // stops the worker (after its current task); never throws
   SpeculativeAdam(const SpeculativeAdam&) = delete;
   SpeculativeAdam& operator=(const SpeculativeAdam&) = delete;
@@ -75,7 +74,7 @@ class SpeculativeAdam {
   float* saved(int g, int which);  // 0 master, 1 m, 2 v
   std::uint8_t* saved_working(int g);
 
-  const MemoryPlan& plan_;
+  OptimizerPlan plan_;
   std::vector<GroupState>& groups_;
   Buffer<std::uint8_t> arena_;
   std::vector<std::size_t> offset_;  // per group: its bytes in the arena (qualifying groups)

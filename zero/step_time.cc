@@ -123,7 +123,7 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
   // The speculative CPU Adam runs the covered groups' updates during the last micro-step's backward,
   // each after saving its master, m, v and working params (read and written once more): it is hidden
   // up to that backward's length, in steps that need no clipping.
-  const std::vector<bool> covered = SpeculativeAdam::covered(plan);
+  const std::vector<bool> covered = SpeculativeAdam::covered(plan.optimizer());
   const double save_factor = 1.0 + 2.0 * (12.0 + wbytes) / (28.0 + wbytes);
   for (int g = 0; g < plan.map.groups(); ++g) {
     const GroupPlacement& gp = pl.groups[g];

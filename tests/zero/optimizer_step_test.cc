@@ -72,7 +72,7 @@ struct Rig {
       s.take(*planned);
       fill(s);
     }
-    step = std::make_unique<OptimizerStep>(*dev, *stream, comm, plan, groups, *planned, nullptr, nullptr,
+    step = std::make_unique<OptimizerStep>(*dev, *stream, comm, plan.optimizer(), groups, *planned, nullptr, nullptr,
                                            in.zero.allgather_bucket_size);
   }
 

@@ -167,7 +167,7 @@ TEST(SpeculativeAdam, AutomaticIsOffOnTheCpuDeviceAndTheArenaIsInThePlan) {
   const MemoryPlan half = plan_memory(in);
   EXPECT_GT(arena(half), 0u);
   EXPECT_LE(arena(half), elems * 7);
-  const std::vector<bool> c = SpeculativeAdam::covered(half);
+  const std::vector<bool> c = SpeculativeAdam::covered(half.optimizer());
   EXPECT_TRUE(c[half.buckets.order.front()]);   // the final norm, handed over first
   EXPECT_FALSE(c[half.buckets.order.back()]);   // the embedding, handed over last
   in.offload.overlap_optimizer_share = 0.0;
