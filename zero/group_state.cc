@@ -1,9 +1,13 @@
-// GroupState::take: the group's state buffers by their plan names.
+// GroupState::take: the group's state buffers by their plan names (named here, listed by the plan).
 #include "zero/group_state.h"
 
-#include "zero/memory_plan.h"
-
 namespace tz {
+
+std::string params_buffer(const std::string& g) { return "params " + g; }
+std::string grad_buffer(const std::string& g) { return "grads " + g; }
+std::string master_buffer(const std::string& g) { return "fp32 master " + g; }
+std::string adam_m_buffer(const std::string& g) { return "adam m " + g; }
+std::string adam_v_buffer(const std::string& g) { return "adam v " + g; }
 
 void GroupState::take(PlannedBuffers& planned) {
   const std::string& n = spec->name;

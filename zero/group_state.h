@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 
 #include "core/buffer_plan.h"
 #include "model/param_layout.h"
@@ -12,6 +13,13 @@
 #include "zero/shard_map.h"
 
 namespace tz {
+
+// Names of a group's state buffers in the plan.
+std::string params_buffer(const std::string& group);
+std::string grad_buffer(const std::string& group);
+std::string master_buffer(const std::string& group);
+std::string adam_m_buffer(const std::string& group);
+std::string adam_v_buffer(const std::string& group);
 
 struct GroupState {
   int index = 0;

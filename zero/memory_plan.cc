@@ -10,12 +10,6 @@
 
 namespace tz {
 
-std::string params_buffer(const std::string& g) { return "params " + g; }
-std::string grad_buffer(const std::string& g) { return "grads " + g; }
-std::string master_buffer(const std::string& g) { return "fp32 master " + g; }
-std::string adam_m_buffer(const std::string& g) { return "adam m " + g; }
-std::string adam_v_buffer(const std::string& g) { return "adam v " + g; }
-
 namespace {
 
 // A group's persistent states: working params, gradients, fp32 master, Adam m and v, where placed.

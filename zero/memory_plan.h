@@ -12,6 +12,7 @@
 #include "core/buffer_plan.h"
 #include "model/gpt.h"
 #include "zero/grad_reducer.h"
+#include "zero/group_state.h"
 #include "zero/optimizer_plan.h"
 #include "zero/optimizer_swapper.h"
 #include "zero/param_gatherer.h"
@@ -85,12 +86,5 @@ inline constexpr const char* kLossReadback = "loss readback";
 // The micro-batch's input and target tokens, staged in pinned memory for their copy up (two sets, used in
 // turn, so the next batch is written while the last one's copy may still be pending).
 inline constexpr const char* kTokenStaging = "token staging";
-
-// Names of a group's state buffers in the plan.
-std::string params_buffer(const std::string& group);
-std::string grad_buffer(const std::string& group);
-std::string master_buffer(const std::string& group);
-std::string adam_m_buffer(const std::string& group);
-std::string adam_v_buffer(const std::string& group);
 
 }  // namespace tz
