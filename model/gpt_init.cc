@@ -32,8 +32,6 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
-bool is_decayed(const TensorSpec& t) { return t.shape.size() >= 2; }
-
 void init_gpt_group(const GptConfig& cfg, const ParamLayout& layout, std::uint64_t seed, int g,
                     std::vector<float>& values) {
   values.assign(layout.groups[g].count, 0.0f);

@@ -19,8 +19,4 @@ void init_gpt_group(const GptConfig& cfg, const ParamLayout& layout, std::uint64
 void init_gpt_params(const GptConfig& cfg, const ParamLayout& layout, std::uint64_t seed,
                      std::vector<std::vector<float>>& groups);
 
-// True for tensors AdamW's weight decay applies to: matrices and embeddings (2-D), not biases or
-// LayerNorm parameters (the Hugging Face Trainer / nanoGPT convention).
-bool is_decayed(const TensorSpec& t);
-
 }  // namespace tz

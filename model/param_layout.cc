@@ -15,6 +15,7 @@ std::size_t add(GroupSpec& g, std::string name, std::vector<std::int64_t> shape,
   t.hf_shape = hf.empty() ? t.shape : std::move(hf);
   t.count = 1;
   for (auto d : t.shape) t.count *= std::size_t(d);
+  t.decay = t.shape.size() >= 2;
   t.offset = g.count;
   g.count = align_up(g.count + t.count);
   g.tensors.push_back(std::move(t));

@@ -20,6 +20,10 @@ struct TensorSpec {
   std::vector<std::int64_t> hf_shape; // as Hugging Face stores it (wte has vocab_size rows)
   std::size_t offset = 0;             // elements from the start of the group
   std::size_t count = 0;              // elements (product of shape)
+  // Whether AdamW's weight decay applies, as the model decides it (GPT-2: matrices and embeddings, not
+  // biases or LayerNorm parameters, the Hugging Face Trainer / nanoGPT convention). The optimizer reads
+  // this and asks the model nothing.
+  bool decay = false;
 };
 
 enum class GroupKind { embedding, block, final_norm };

@@ -13,7 +13,6 @@
 #include "core/device.h"
 #include "core/elementwise.h"
 #include "core/error.h"
-#include "model/gpt_init.h"
 #include "model/param_layout.h"
 #include "perf/timing.h"
 #include "zero/group_adam.h"
@@ -92,7 +91,7 @@ std::vector<Sample> sample(std::vector<GroupArrays>& gs) {
     for (const TensorSpec& t : a.spec->tensors)
       for (std::size_t k = 0; k < std::min<std::size_t>(t.count, 64); ++k)
         for (std::size_t i : {t.offset + k, t.offset + t.count - 1 - k})
-          out.push_back({&a, i, is_decayed(t) ? 0.01f : 0.0f, a.p.data()[i], a.m.data()[i], a.v.data()[i]});
+          out.push_back({&a, i, t.decay ? 0.01f : 0.0f, a.p.data()[i], a.m.data()[i], a.v.data()[i]});
   return out;
 }
 

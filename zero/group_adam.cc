@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include "core/cpu_adam.h"
-#include "model/gpt_init.h"
 
 namespace tz {
 
@@ -21,7 +20,7 @@ void group_adamw(const GroupSpec& spec, std::size_t lo, std::size_t n, float* p,
       continue;
     }
     AdamStep s = adam;
-    s.weight_decay = is_decayed(t) ? wd : 0.0f;
+    s.weight_decay = t.decay ? wd : 0.0f;
     cpu_adamw(p + off, m + off, v + off, g + off, b - a, s, w, working);
   }
 }

@@ -5,7 +5,6 @@
 
 #include "core/error.h"
 #include "core/host_ops.h"
-#include "model/gpt_init.h"
 #include "zero/group_adam.h"
 
 namespace tz {
@@ -19,7 +18,7 @@ template <typename F>
 void for_each_tensor(const GroupSpec& spec, std::size_t lo, std::size_t n, F&& f) {
   for (const TensorSpec& t : spec.tensors) {
     const std::size_t a = std::max(lo, t.offset), b = std::min(lo + n, t.offset + t.count);
-    if (a < b) f(a - lo, b - a, is_decayed(t));
+    if (a < b) f(a - lo, b - a, t.decay);
   }
 }
 

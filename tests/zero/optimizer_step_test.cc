@@ -13,7 +13,6 @@
 #include "core/cpu_adam.h"
 #include "core/elementwise.h"
 #include "model/gpt_config.h"
-#include "model/gpt_init.h"
 #include "tests/common/recording_comm.h"
 #include "tests/common/second_host_tier.h"
 #include "zero/memory_plan.h"
@@ -123,7 +122,7 @@ Expected reference(const Rig& r, int g) {
     for (const TensorSpec& t : spec.tensors)
       if (lo + i >= t.offset && lo + i < t.offset + t.count) {
         AdamStep a = kAdam;
-        a.weight_decay = is_decayed(t) ? kDecay : 0.0f;
+        a.weight_decay = t.decay ? kDecay : 0.0f;
         math::adamw_update(p, m, v, grad0(lo + i, g), adam_coeffs(a));
         x.params[i] = float_to_bf16(p);
       }
