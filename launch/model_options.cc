@@ -1,18 +1,21 @@
-// Model-choosing flags and their resolution into a GptConfig.
+// Model-choosing flags and their resolution into a ModelConfig.
 #include "launch/model_options.h"
 
 #include <utility>
 
 #include "core/error.h"
+#include "model/model_family.h"
 
 namespace po = boost::program_options;
 
 namespace tz {
 
 void add_model_flags(po::options_description& desc, ModelFlags& f) {
+  std::string presets;
+  for (const std::string& p : model_preset_names()) presets += (presets.empty() ? "" : ", ") + p;
   desc.add_options()
       ("model", po::value(&f.preset)->default_value(f.preset),
-       "model preset: tiny, gpt2 (124M), gpt2-medium, gpt2-large, gpt2-xl; size flags override it")
+       ("model preset: " + presets + "; size flags override it").c_str())
       ("n-layer", po::value(&f.n_layer)->default_value(0), "transformer blocks (0: the preset's)")
       ("n-head", po::value(&f.n_head)->default_value(0), "attention heads (0: the preset's)")
       ("n-embd", po::value(&f.n_embd)->default_value(0), "embedding width (0: the preset's)")
@@ -22,7 +25,7 @@ void add_model_flags(po::options_description& desc, ModelFlags& f) {
        "sequence length of a training sample; the position table grows to it if the preset's is shorter");
 }
 
-GptConfig resolve_model(const ModelFlags& f) {
+ModelConfig resolve_model(const ModelFlags& f) {
   // Each flag in its own range first (0: the preset's), so that the message names it.
   const std::pair<const char*, std::pair<int, int>> sizes[] = {{"n-layer", {f.n_layer, kMaxLayers}},
                                                                {"n-head", {f.n_head, kMaxWidth}},
@@ -33,12 +36,12 @@ GptConfig resolve_model(const ModelFlags& f) {
              "] (0: the preset's), got ", v.first);
   TZ_CHECK(f.vocab != 1, "--vocab must be at least 2 (0: the preset's), got 1");
   TZ_CHECK(f.seq_len >= 1 && f.seq_len <= kMaxSeqLen, "--seq-len must be in [1, ", kMaxSeqLen, "], got ", f.seq_len);
-  GptConfig c = gpt_preset(f.preset);
+  ModelConfig c = model_preset(f.preset);
   if (f.n_layer) c.n_layer = f.n_layer;
   if (f.n_head) c.n_head = f.n_head;
   if (f.n_embd) c.n_embd = f.n_embd;
   if (f.vocab) c.vocab_size = f.vocab;
-  c.padded_vocab_size = GptConfig::pad_vocab(c.vocab_size);
+  c.padded_vocab_size = ModelConfig::pad_vocab(c.vocab_size);
   if (f.seq_len > c.max_seq_len) c.max_seq_len = f.seq_len;
   c.validate();
   return c;
@@ -49,14 +52,13 @@ std::string resolve_model_name(const ModelFlags& f) {
   return f.preset;
 }
 
-int head_count_for(const GptConfig& file, const ModelFlags& f, const std::string& path) {
-  if (f.n_head) return f.n_head;
-  for (const std::string& name : gpt_preset_names()) {
-    GptConfig p = gpt_preset(name);
-    if (p.n_embd == file.n_embd && p.n_layer == file.n_layer) return p.n_head;
-  }
-  TZ_FAIL(path, " has ", file.n_layer, " layers of width ", file.n_embd,
-          ", which matches no GPT-2 preset: give its head count with --n-head");
+ModelConfig model_from_file(const ModelFlags& f, const std::string& path) {
+  TZ_CHECK(f.n_head >= 0 && f.n_head <= kMaxWidth, "--n-head must be in [0, ", kMaxWidth, "] (0: the preset's), got ",
+           f.n_head);
+  const ModelConfig c = model_family(model_preset(f.preset)).config_from_safetensors(path, f.n_head);
+  TZ_CHECK(f.seq_len <= c.max_seq_len, "--seq-len ", f.seq_len, " exceeds the position table of ", path, " (",
+           c.max_seq_len, " rows)");
+  return c;
 }
 
 DType parse_compute_dtype(const std::string& s) {

@@ -7,7 +7,7 @@
 #include <boost/program_options.hpp>
 
 #include "core/dtype.h"
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 
 namespace tz {
 
@@ -18,14 +18,15 @@ struct ModelFlags {
 
 void add_model_flags(boost::program_options::options_description& desc, ModelFlags& f);
 // The preset with the overrides applied; max_seq_len grows to seq_len when needed.
-GptConfig resolve_model(const ModelFlags& f);
+ModelConfig resolve_model(const ModelFlags& f);
 
 // The preset's name, or "custom (based on PRESET)" when size flags change it.
 std::string resolve_model_name(const ModelFlags& f);
 
-// Head count for a model whose sizes come from a file: --n-head if given, else the GPT-2 preset of
-// the same width and depth; otherwise an error asking for --n-head.
-int head_count_for(const GptConfig& from_file, const ModelFlags& f, const std::string& file);
+// The shape of a safetensors file, read by the family of --model's preset: the sizes the file stores,
+// --n-head (or, without it, a preset's of the same width and depth) for what it does not; --seq-len must
+// fit its positions.
+ModelConfig model_from_file(const ModelFlags& f, const std::string& file);
 
 // "fp32" | "bf16" | "fp16" (fp16 trains with loss scaling).
 DType parse_compute_dtype(const std::string& s);

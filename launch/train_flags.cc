@@ -13,7 +13,6 @@
 #include "launch/ds_config.h"
 #include "launch/ds_reader.h"
 #include "launch/parse_args.h"
-#include "model/gpt_safetensors.h"
 
 namespace po = boost::program_options;
 
@@ -267,12 +266,7 @@ void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   f.o.device = parse_device_kind(f.device);
   f.o.model_name = resolve_model_name(f.mf);
   if (!f.o.init_from.empty()) {
-    f.o.model = infer_gpt_config_from_safetensors(f.o.init_from, 1);
-    f.o.model =
-        infer_gpt_config_from_safetensors(f.o.init_from, head_count_for(f.o.model, f.mf, f.o.init_from));
-    if (f.mf.seq_len > f.o.model.max_seq_len)
-      TZ_FAIL("--seq-len ", f.mf.seq_len, " exceeds the position table of ", f.o.init_from, " (",
-              f.o.model.max_seq_len, " rows)");
+    f.o.model = model_from_file(f.mf, f.o.init_from);
     f.o.model_name = f.o.init_from;
   } else {
     f.o.model = resolve_model(f.mf);

@@ -24,14 +24,14 @@ std::string act_name(const char* what, int set) { return std::string("activation
 
 }  // namespace
 
-int Gpt::logits_rows(const GptConfig& cfg, GptShape s) {
+int Gpt::logits_rows(const ModelConfig& cfg, ModelShape s) {
   const std::size_t BT = std::size_t(s.B) * s.T, row = std::size_t(cfg.padded_vocab_size) * sizeof(float);
   std::size_t rows = std::clamp<std::size_t>(kLogitsChunkBytes / row, 1, BT);
   if (s.max_logits_rows > 0) rows = std::min<std::size_t>(rows, std::size_t(s.max_logits_rows));
   return int(rows);
 }
 
-std::vector<GemmShape> Gpt::gemm_shapes(const GptConfig& cfg, GptShape s) {
+std::vector<GemmShape> Gpt::gemm_shapes(const ModelConfig& cfg, ModelShape s) {
   const int BT = s.B * s.T, C = cfg.n_embd, Vp = cfg.padded_vocab_size;
   const Trans N = Trans::no, T = Trans::yes;
   std::vector<GemmShape> v;
@@ -53,7 +53,7 @@ std::vector<GemmShape> Gpt::gemm_shapes(const GptConfig& cfg, GptShape s) {
   return v;
 }
 
-std::vector<BufferSpec> Gpt::buffers(const GptConfig& cfg, GptShape s, DType dt, ActivationCheckpointing ckpt,
+std::vector<BufferSpec> Gpt::buffers(const ModelConfig& cfg, ModelShape s, DType dt, ActivationCheckpointing ckpt,
                                      MemoryKind ckpt_kind, DeviceKind device) {
   const std::size_t B = s.B, T = s.T, BT = B * T, C = cfg.n_embd, NH = cfg.n_head, Vp = cfg.padded_vocab_size;
   std::vector<BufferSpec> v;
@@ -109,18 +109,18 @@ std::vector<int> Gpt::gradient_order(const ParamLayout& layout) {
   return order;
 }
 
-Gpt::Gpt(Device& dev, const GptConfig& cfg, GptShape shape, DType dt, ActivationCheckpointing ckpt,
+Gpt::Gpt(Device& dev, const ModelConfig& cfg, ModelShape shape, DType dt, ActivationCheckpointing ckpt,
          MemoryKind ckpt_kind)
     : own_(std::make_unique<PlannedBuffers>(dev, buffers(cfg, shape, dt, ckpt, ckpt_kind, dev.kind()))),
-      dev_(dev), be_(dev.backend()), cfg_(cfg), layout_(ParamLayout::build(cfg)), shape_(shape), dtype_(dt),
+      dev_(dev), be_(dev.backend()), cfg_(cfg), layout_(gpt_layout(cfg, &off_)), shape_(shape), dtype_(dt),
       ckpt_(ckpt), ckpt_kind_(ckpt_kind) {
   init(*own_);
   own_->expect_all_taken();
 }
 
-Gpt::Gpt(Device& dev, const GptConfig& cfg, GptShape shape, DType dt, ActivationCheckpointing ckpt,
+Gpt::Gpt(Device& dev, const ModelConfig& cfg, ModelShape shape, DType dt, ActivationCheckpointing ckpt,
          PlannedBuffers& planned, MemoryKind ckpt_kind)
-    : dev_(dev), be_(dev.backend()), cfg_(cfg), layout_(ParamLayout::build(cfg)), shape_(shape), dtype_(dt),
+    : dev_(dev), be_(dev.backend()), cfg_(cfg), layout_(gpt_layout(cfg, &off_)), shape_(shape), dtype_(dt),
       ckpt_(ckpt), ckpt_kind_(ckpt_kind) {
   init(planned);
 }
@@ -200,7 +200,7 @@ void Gpt::linear_forward(Stream& s, float* out, const float* inp, void* inp_lp, 
 
 void Gpt::block_forward(Stream& s, int layer, CView p, const float* res_in, BlockActs& a, float* res_out) {
   const int B = shape_.B, T = shape_.T, BT = B * T, C = cfg_.n_embd, NH = cfg_.n_head;
-  const BlockOffsets& o = layout_.block;
+  const BlockOffsets& o = off_.block;
   void* lp = lp_act_.data();
   be_.layernorm_forward(s, a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), res_in, offset(p, o.ln1_w),
                         offset(p, o.ln1_b), BT, C);
@@ -236,8 +236,8 @@ void Gpt::forward(ParamProvider& params, const std::int32_t* inputs, const std::
   const int emb = layout_.embedding_group();
   CView pe = params.acquire(emb, Pass::forward);
   ActivationCheckpoints& ck = *ckpts_;
-  be_.encoder_forward(s, ck.write(s, 0), inputs_.data(), offset(pe, layout_.wte_offset),
-                      offset(pe, layout_.wpe_offset), B, T, C);
+  be_.encoder_forward(s, ck.write(s, 0), inputs_.data(), offset(pe, off_.wte),
+                      offset(pe, off_.wpe), B, T, C);
   ck.written(s, 0);
   for (int l = 0; l < cfg_.n_layer; ++l) {
     int g = layout_.block_group(l);
@@ -251,7 +251,7 @@ void Gpt::forward(ParamProvider& params, const std::int32_t* inputs, const std::
   const int fn = layout_.final_norm_group();
   CView pf = params.acquire(fn, Pass::forward);
   be_.layernorm_forward(s, lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), ck.reading(cfg_.n_layer),
-                        offset(pf, layout_.lnf_w_offset), offset(pf, layout_.lnf_b_offset), BT, C);
+                        offset(pf, off_.lnf_w), offset(pf, off_.lnf_b), BT, C);
   params.release(fn, Pass::forward);
   // The LM head and the loss, chunk by chunk of rows: each chunk's logits become its gradient in place;
   // the last chunk's stays for backward.
@@ -260,7 +260,7 @@ void Gpt::forward(ParamProvider& params, const std::int32_t* inputs, const std::
   const int R = logits_rows(cfg_, shape_);
   for (int r0 = 0; r0 < BT; r0 += R) {
     const int rows = std::min(R, BT - r0);
-    be_.gemm(s, Trans::no, Trans::yes, rows, Vp, C, offset(x, std::size_t(r0) * C), offset(pe, layout_.wte_offset),
+    be_.gemm(s, Trans::no, Trans::yes, rows, Vp, C, offset(x, std::size_t(r0) * C), offset(pe, off_.wte),
              logits_.data(), Accumulate::no);
     be_.softmax_xent(s, losses_.data() + r0, logits_.data(), targets_.data() + r0, rows, V, Vp, dloss_);
   }
@@ -271,7 +271,7 @@ void Gpt::forward(ParamProvider& params, const std::int32_t* inputs, const std::
 
 void Gpt::block_backward(Stream& s, int layer, CView p, float* g, const float* res_in, BlockActs& a, float* dres) {
   const int B = shape_.B, T = shape_.T, BT = B * T, C = cfg_.n_embd, NH = cfg_.n_head;
-  const BlockOffsets& o = layout_.block;
+  const BlockOffsets& o = off_.block;
   const std::size_t nC = std::size_t(BT) * C, n4C = nC * 4, n3C = nC * 3;
   void* lpa = lp_act_.data();
   void* lpg = lp_grad_.data();
@@ -319,7 +319,7 @@ void Gpt::backward(ParamProvider& params, Stream& s) {
   ck.start_backward(s);  // on the host tier, the last checkpoints go up while the LM head runs
   CView pe = params.acquire(emb, Pass::backward);
   float* ge = params.grad(emb);
-  const CView wte = offset(pe, layout_.wte_offset);
+  const CView wte = offset(pe, off_.wte);
   const CView x = lowp(s, lnf_.data(), lp_act_.data(), nC);
   const int R = logits_rows(cfg_, shape_), last = (BT - 1) / R * R;
   for (int r0 = last; r0 >= 0; r0 -= R) {
@@ -331,15 +331,15 @@ void Gpt::backward(ParamProvider& params, Stream& s) {
     }
     CView dlog = lowp(s, logits_.data(), lp_grad_.data(), std::size_t(rows) * Vp);
     be_.gemm(s, Trans::no, Trans::no, rows, C, Vp, dlog, wte, dln_.data() + std::size_t(r0) * C, Accumulate::no);
-    be_.gemm(s, Trans::yes, Trans::no, Vp, C, rows, dlog, xr, ge + layout_.wte_offset, Accumulate::yes);
+    be_.gemm(s, Trans::yes, Trans::no, Vp, C, rows, dlog, xr, ge + off_.wte, Accumulate::yes);
   }
   params.release(emb, Pass::backward);
 
   CView pf = params.acquire(fn, Pass::backward);
   float* gf = params.grad(fn);
   be_.fill(s, dres_.data(), 0.0f, nC);
-  be_.layernorm_backward(s, dres_.data(), gf + layout_.lnf_w_offset, gf + layout_.lnf_b_offset, dln_.data(),
-                         ck.load(s, cfg_.n_layer), offset(pf, layout_.lnf_w_offset), lnf_mean_.data(),
+  be_.layernorm_backward(s, dres_.data(), gf + off_.lnf_w, gf + off_.lnf_b, dln_.data(),
+                         ck.load(s, cfg_.n_layer), offset(pf, off_.lnf_w), lnf_mean_.data(),
                          lnf_rstd_.data(), BT, C);
   ck.done(s, cfg_.n_layer);
   params.release(fn, Pass::backward);
@@ -358,7 +358,7 @@ void Gpt::backward(ParamProvider& params, Stream& s) {
     params.grad_ready(g);
   }
 
-  be_.encoder_backward(s, ge + layout_.wte_offset, ge + layout_.wpe_offset, dres_.data(), inputs_.data(), B, T, C);
+  be_.encoder_backward(s, ge + off_.wte, ge + off_.wpe, dres_.data(), inputs_.data(), B, T, C);
   params.grad_ready(emb);
 }
 

@@ -9,19 +9,12 @@
 #include "core/buffer_plan.h"
 #include "core/device.h"
 #include "model/activation_checkpoints.h"
-#include "model/gpt_config.h"
-#include "model/param_layout.h"
-#include "model/param_provider.h"
+#include "model/gpt_layout.h"
+#include "model/model.h"
 
 namespace tz {
 
-struct GptShape {
-  int B = 4;   // micro-batch
-  int T = 64;  // sequence length (<= max_seq_len)
-  int max_logits_rows = 0;  // > 0: at most this many rows of logits at once (tests); 0: by kLogitsChunkBytes
-};
-
-class Gpt {
+class Gpt final : public Model {
  public:
   // Every buffer the model allocates (activations, checkpoints, scratch), for the memory plan.
   // param_dtype: the working dtype of parameters and matmul inputs (f32, bf16 or f16); activations
@@ -29,50 +22,44 @@ class Gpt {
   // entering each block) live: device memory, or the host tier when activations are offloaded (then
   // with device staging buffers the kernels use instead: see ActivationCheckpoints).
   // `device` decides the matmul workspace (the products whose 16-bit inputs it widens).
-  static std::vector<BufferSpec> buffers(const GptConfig& cfg, GptShape shape, DType param_dtype,
+  static std::vector<BufferSpec> buffers(const ModelConfig& cfg, ModelShape shape, DType param_dtype,
                                          ActivationCheckpointing ckpt,
                                          MemoryKind checkpoint_kind = MemoryKind::device,
                                          DeviceKind device = DeviceKind::cpu);
   // Every matrix product forward and backward run.
-  static std::vector<GemmShape> gemm_shapes(const GptConfig& cfg, GptShape shape);
+  static std::vector<GemmShape> gemm_shapes(const ModelConfig& cfg, ModelShape shape);
   // Rows of logits the LM head materialises at once: all B*T rows while they fit kLogitsChunkBytes, else
   // chunks of this many rows (forward keeps only each chunk's losses; backward recomputes the chunks
   // but the last, whose gradient forward left in place).
   static constexpr std::size_t kLogitsChunkBytes = std::size_t(64) << 20;
-  static int logits_rows(const GptConfig& cfg, GptShape shape);
+  static int logits_rows(const ModelConfig& cfg, ModelShape shape);
 
   // The groups in the order backward reports their gradients ready (grad_ready): the final norm, the
   // blocks from the last to the first, then the embedding (its gradient is finished by the encoder).
   static std::vector<int> gradient_order(const ParamLayout& layout);
 
   // Takes every buffer buffers() lists from `planned` (which the caller checks is then complete).
-  Gpt(Device& dev, const GptConfig& cfg, GptShape shape, DType param_dtype, ActivationCheckpointing ckpt,
+  Gpt(Device& dev, const ModelConfig& cfg, ModelShape shape, DType param_dtype, ActivationCheckpointing ckpt,
       PlannedBuffers& planned, MemoryKind checkpoint_kind = MemoryKind::device);
   // The same with a plan of its own (tests and benchmarks that run the model alone).
-  Gpt(Device& dev, const GptConfig& cfg, GptShape shape, DType param_dtype, ActivationCheckpointing ckpt,
+  Gpt(Device& dev, const ModelConfig& cfg, ModelShape shape, DType param_dtype, ActivationCheckpointing ckpt,
       MemoryKind checkpoint_kind = MemoryKind::device);
   ~Gpt();  // takes its workspace back from the backend
   Gpt(const Gpt&) = delete;
   Gpt& operator=(const Gpt&) = delete;
 
-  const GptConfig& config() const { return cfg_; }
-  const ParamLayout& layout() const { return layout_; }
-  GptShape shape() const { return shape_; }
+  const ModelConfig& config() const override { return cfg_; }
+  const ParamLayout& layout() const override { return layout_; }
+  ModelShape shape() const override { return shape_; }
   DType param_dtype() const { return dtype_; }
 
-  // Device bytes of the model's buffers, and host-tier bytes of offloaded checkpoints.
-  std::size_t activation_bytes() const { return act_bytes_; }
-  std::size_t offloaded_checkpoint_bytes() const { return offloaded_ckpt_bytes_; }
+  std::size_t activation_bytes() const override { return act_bytes_; }
+  std::size_t offloaded_checkpoint_bytes() const override { return offloaded_ckpt_bytes_; }
 
-  // Runs forward on B*T tokens (host memory: pageable or pinned) on `stream` and adds the sum of the
-  // B*T per-position cross-entropy losses to loss_sum[0] (a device double). The logits are replaced by
-  // their gradient scaled by dloss_scale / (B*T) (the mean's derivative times the caller's scale, e.g.
-  // 1/grad_accum or the fp16 loss scale), ready for backward().
+  // Model's forward; the logits are replaced by their gradient.
   void forward(ParamProvider& params, const std::int32_t* inputs, const std::int32_t* targets, float dloss_scale,
-               double* loss_sum, Stream& stream);
-
-  // Backward through the whole model on `stream`, accumulating into the provider's gradients.
-  void backward(ParamProvider& params, Stream& stream);
+               double* loss_sum, Stream& stream) override;
+  void backward(ParamProvider& params, Stream& stream) override;
 
  private:
   struct BlockActs;
@@ -88,9 +75,10 @@ class Gpt {
   std::unique_ptr<PlannedBuffers> own_;  // the plan of the self-planning constructor
   Device& dev_;
   Backend& be_;
-  GptConfig cfg_;
+  ModelConfig cfg_;
+  GptOffsets off_;      // before layout_, whose initialiser fills it
   ParamLayout layout_;
-  GptShape shape_;
+  ModelShape shape_;
   DType dtype_;
   ActivationCheckpointing ckpt_;
   MemoryKind ckpt_kind_;

@@ -32,7 +32,7 @@ bool ends_with(const std::string& s, const std::string& suffix) {
 
 }  // namespace
 
-void init_gpt_group(const GptConfig& cfg, const ParamLayout& layout, std::uint64_t seed, int g,
+void init_gpt_group(const ModelConfig& cfg, const ParamLayout& layout, std::uint64_t seed, int g,
                     std::vector<float>& values) {
   values.assign(layout.groups[g].count, 0.0f);
   const double residual_std = 0.02 / std::sqrt(2.0 * cfg.n_layer);
@@ -55,7 +55,7 @@ void init_gpt_group(const GptConfig& cfg, const ParamLayout& layout, std::uint64
   }
 }
 
-void init_gpt_params(const GptConfig& cfg, const ParamLayout& layout, std::uint64_t seed,
+void init_gpt_params(const ModelConfig& cfg, const ParamLayout& layout, std::uint64_t seed,
                      std::vector<std::vector<float>>& groups) {
   groups.assign(layout.groups.size(), {});
   for (std::size_t g = 0; g < layout.groups.size(); ++g) init_gpt_group(cfg, layout, seed, int(g), groups[g]);

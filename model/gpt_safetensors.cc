@@ -37,7 +37,7 @@ std::map<std::string, const SafetensorsTensor*> by_stripped_name(const Safetenso
 
 }  // namespace
 
-GptConfig infer_gpt_config_from_safetensors(const std::string& path, int n_head) {
+ModelConfig infer_gpt_config_from_safetensors(const std::string& path, int n_head) {
   SafetensorsReader r(path);
   auto named = by_stripped_name(r);
   auto get2d = [&](const std::string& name) {
@@ -70,12 +70,12 @@ GptConfig infer_gpt_config_from_safetensors(const std::string& path, int n_head)
   TZ_CHECK(*layers.rbegin() == n_layer - 1, "safetensors file '", path, "' has blocks up to h.",
            *layers.rbegin(), " but only ", n_layer, " of them; the blocks must be numbered 0..n_layer-1");
 
-  GptConfig c;
+  ModelConfig c;
   c.n_layer = n_layer;
   c.n_head = n_head;
   c.n_embd = int(wte->shape[1]);
   c.vocab_size = int(wte->shape[0]);
-  c.padded_vocab_size = GptConfig::pad_vocab(c.vocab_size);
+  c.padded_vocab_size = ModelConfig::pad_vocab(c.vocab_size);
   c.max_seq_len = int(wpe->shape[0]);
   TZ_CHECK(n_head >= 1 && c.n_embd % n_head == 0, "safetensors file '", path, "' has n_embd ", c.n_embd,
            ", which the given n_head ", n_head, " does not divide; pass the model's real head count");
@@ -167,7 +167,7 @@ void save_gpt_safetensors(const std::string& path, const ParamLayout& layout,
              " has no data");
     // hf_shape drops wte's padded rows: they are the tail of a row-major [padded_vocab, C] block.
     for (const auto& t : layout.groups[g].tensors)
-      tensors.push_back({"transformer." + t.name, sd, t.hf_shape, nullptr, groups[g] + t.offset, nullptr});
+      tensors.push_back({t.hf_name, sd, t.hf_shape, nullptr, groups[g] + t.offset, nullptr});
   }
   write_safetensors(path, std::move(tensors), {{"format", "pt"}});
 }

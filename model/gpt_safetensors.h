@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 #include "model/param_layout.h"
 #include "model/safetensors_reader.h"
 
@@ -14,7 +14,7 @@ namespace tz {
 
 // Reads n_layer (number of h.N blocks), n_embd and vocab (wte), max_seq_len (wpe rows) from a
 // Hugging Face GPT-2 file; n_head is not stored there, so it is given. Padded vocab = pad_vocab(vocab).
-GptConfig infer_gpt_config_from_safetensors(const std::string& path, int n_head);
+ModelConfig infer_gpt_config_from_safetensors(const std::string& path, int n_head);
 
 // Fills groups[g] (resized to layout.groups[g].count, padding zero) with the file's values as fp32.
 // Names may carry the "transformer." prefix or not; attn.bias / attn.masked_bias buffers are ignored;

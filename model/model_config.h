@@ -1,4 +1,6 @@
-// GPT-2 model shapes: presets (tiny, gpt2 ... gpt2-xl) and free sizes, with the padded vocabulary.
+// A model's shape, whatever its family: the family's name (a key into the registry of
+// model/model_family.h) and the sizes the layout, the plan and the reports read. Presets and the rules
+// of each shape are the family's.
 #pragma once
 
 #include <cstddef>
@@ -16,27 +18,34 @@ inline constexpr int kMaxWidth = 1 << 16;
 inline constexpr int kMaxVocab = 1 << 24;
 inline constexpr int kMaxSeqLen = 1 << 20;
 
-struct GptConfig {
+struct ModelConfig {
+  std::string family = "gpt2";    // the model family (model_family(family))
   int n_layer = 12;
   int n_head = 12;
   int n_embd = 768;
   int vocab_size = 50257;         // real vocabulary
-  int padded_vocab_size = 50304;  // rows of wte; padding rows never get probability mass
-  int max_seq_len = 1024;         // rows of wpe
+  int padded_vocab_size = 50304;  // rows of the token embedding; padding rows never get probability mass
+  int max_seq_len = 1024;         // the longest sequence (GPT-2: rows of its position table)
 
   // Rounds the vocabulary up to a multiple of 128 (50257 -> 50304 as llm.c; 256 stays 256).
   static int pad_vocab(int vocab);
-  // Throws tz::Error naming the bad field and its flag (e.g. n_embd not divisible by n_head, or a size
-  // beyond the bounds above).
+  // The family's checks: throws tz::Error naming the bad field and its flag (e.g. n_embd not divisible by
+  // n_head, a size beyond the bounds above, an unregistered family).
   void validate() const;
   // Parameter count including padded vocabulary rows (what is allocated and trained).
   std::size_t num_parameters() const;
-  // Parameter count as Hugging Face counts it (vocab rows unpadded).
+  // Parameter count as Hugging Face counts it (vocabulary rows unpadded).
   std::size_t num_parameters_unpadded() const;
+  // One line for logs, reports and refusals: "2 layers, 4 heads, 64 wide, vocab 256 (padded 256), 64
+  // positions", with the family's name first when it is not GPT-2's.
+  std::string describe() const;
+
+  bool operator==(const ModelConfig&) const = default;
 };
 
-// "tiny", "gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl"; throws for an unknown name, listing the known.
-GptConfig gpt_preset(const std::string& name);
-std::vector<std::string> gpt_preset_names();
+// A preset of any registered family by name ("tiny", "gpt2", ...); throws for an unknown name, listing
+// every family's presets.
+ModelConfig model_preset(const std::string& name);
+std::vector<std::string> model_preset_names();
 
 }  // namespace tz

@@ -1,6 +1,7 @@
-// Where every GPT-2 parameter lives: one flat group per transformer block, plus the embeddings
-// (wte, wpe) and the final LayerNorm. Tensors inside a group are aligned to kTensorAlign elements.
-// Gradients and optimizer states use the same layout, so ZeRO can shard a group without model code.
+// Where every parameter of a model lives: one flat group per transformer block, plus the embedding group
+// first and the final norm's last (the family decides what is in them: model/model_family.h). Tensors
+// inside a group are aligned to kTensorAlign elements. Gradients and optimizer states use the same
+// layout, so ZeRO can shard a group without model code.
 #pragma once
 
 #include <cstddef>
@@ -8,19 +9,20 @@
 #include <string>
 #include <vector>
 
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 
 namespace tz {
 
 inline constexpr std::size_t kTensorAlign = 16;  // elements: 64 bytes in fp32, 32 in bf16
 
 struct TensorSpec {
-  std::string name;                   // Hugging Face GPT-2 name without "transformer.", e.g. "h.0.ln_1.weight"
+  std::string name;                   // the family's name for it, e.g. GPT-2's "h.0.ln_1.weight"
+  std::string hf_name;                // the name transformers' save_pretrained writes, "transformer.h.0.ln_1.weight"
   std::vector<std::int64_t> shape;    // as stored here (wte has padded_vocab_size rows)
   std::vector<std::int64_t> hf_shape; // as Hugging Face stores it (wte has vocab_size rows)
   std::size_t offset = 0;             // elements from the start of the group
   std::size_t count = 0;              // elements (product of shape)
-  // Whether AdamW's weight decay applies, as the model decides it (GPT-2: matrices and embeddings, not
+  // Whether AdamW's weight decay applies, as the family decides it (GPT-2: matrices and embeddings, not
   // biases or LayerNorm parameters, the Hugging Face Trainer / nanoGPT convention). The optimizer reads
   // this and asks the model nothing.
   bool decay = false;
@@ -36,25 +38,25 @@ struct GroupSpec {
   std::size_t count = 0;  // elements including alignment padding
 };
 
-// Offsets (elements) of each tensor inside a block's flat group.
-struct BlockOffsets {
-  std::size_t ln1_w, ln1_b, qkv_w, qkv_b, attproj_w, attproj_b, ln2_w, ln2_b, fc_w, fc_b, fcproj_w, fcproj_b;
-};
+// Appends a tensor at the group's aligned end and returns its offset; hf_shape empty: the same as shape.
+std::size_t add_tensor(GroupSpec& g, std::string name, std::string hf_name, std::vector<std::int64_t> shape,
+                       std::vector<std::int64_t> hf_shape, bool decay);
 
 struct ParamLayout {
   std::vector<GroupSpec> groups;  // [embedding, block.0 .. block.L-1, final_norm]
-  BlockOffsets block;             // identical for every block
-  std::size_t wte_offset = 0, wpe_offset = 0;  // in the embedding group
-  std::size_t lnf_w_offset = 0, lnf_b_offset = 0;  // in the final_norm group
   std::size_t total = 0;          // sum of group counts
 
-  static ParamLayout build(const GptConfig& cfg);
+  // The layout of cfg's family (ModelFamily::layout).
+  static ParamLayout build(const ModelConfig& cfg);
+
+  // Appends a group and adds its count to the total.
+  void add_group(GroupSpec g);
 
   int embedding_group() const { return 0; }
   int block_group(int layer) const { return 1 + layer; }
   int final_norm_group() const { return int(groups.size()) - 1; }
 
-  // Finds a tensor by name (with or without the "transformer." prefix); null when absent.
+  // Finds a tensor by its name (TensorSpec::name); null when absent.
   const TensorSpec* find(const std::string& name, int* group = nullptr) const;
 };
 

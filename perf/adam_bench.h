@@ -10,13 +10,13 @@
 #include <vector>
 
 #include "core/dtype.h"
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 
 namespace tz {
 
 struct AdamBenchOptions {
   std::string model_name = "gpt2";
-  GptConfig model;
+  ModelConfig model;
   std::vector<DType> working = {DType::f32, DType::bf16};  // one configuration per working dtype
   std::size_t sub_group_size = 1'000'000'000;              // offload_optimizer's sub_group_size
   int warmup_reps = 2;

@@ -8,13 +8,13 @@
 #include <string>
 
 #include "comm/communicator.h"
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 #include "zero/hardware.h"
 
 namespace tz {
 
 struct CalibrateOptions {
-  GptConfig model;
+  ModelConfig model;
   std::string model_name = "gpt2";
   int micro_batch = 4, seq_len = 64;
   std::string nvme_path;  // empty: no NVMe rates

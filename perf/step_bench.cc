@@ -13,10 +13,10 @@
 
 #include "core/backend.h"
 #include "core/error.h"
-#include "model/gpt_init.h"
-#include "model/gpt.h"
+#include "model/model_family.h"
 #include "zero/engine.h"
 #include "zero/memory_plan.h"
+#include "zero/step_time.h"
 
 namespace tz {
 namespace {
@@ -25,11 +25,6 @@ using bench::Clock;
 using bench::median;
 
 }  // namespace
-
-double step_flops(const GptConfig& c, int B, int T) {
-  double N = double(c.num_parameters()) - double(c.max_seq_len) * c.n_embd;
-  return double(B) * T * (6.0 * N + 12.0 * c.n_layer * c.n_embd * T);
-}
 
 double measure_matmul_gflops(Device& dev, DType dtype, int M, int N, int K, int reps) {
   Backend& be = dev.backend();
@@ -65,7 +60,8 @@ double measure_matmul_gflops(Device& dev, DType dtype, int M, int N, int K, int 
 }
 
 nlohmann::json run_step_bench(const StepBenchOptions& opt, bool quiet) {
-  const GptConfig& cfg = opt.model;
+  const ModelConfig& cfg = opt.model;
+  const ModelFamily& family = model_family(cfg);
   const int B = opt.micro_batch, T = opt.seq_len, BT = B * T;
   auto dev = make_cpu_device();
   ParamLayout layout = ParamLayout::build(cfg);
@@ -75,7 +71,7 @@ nlohmann::json run_step_bench(const StepBenchOptions& opt, bool quiet) {
     inputs[i] = int(rng() % unsigned(cfg.vocab_size));
     targets[i] = int(rng() % unsigned(cfg.vocab_size));
   }
-  const double flops = step_flops(cfg, B, T);
+  const double flops = model_flops(cfg, B, T);
   nlohmann::json out;
   out["bench"] = "step";
   out["model"] = opt.model_name;
@@ -84,7 +80,7 @@ nlohmann::json run_step_bench(const StepBenchOptions& opt, bool quiet) {
   out["seq_len"] = T;
   out["threads"] = omp_get_max_threads();
   out["flops_per_step"] = flops;
-  out["flops_formula"] = "tokens * (6 * N + 12 * n_layer * n_embd * seq_len), N = params excluding wpe";
+  out["flops_formula"] = "tokens x FLOPs per token, " + family.flops_formula();
   if (!quiet)
     std::printf("bench step: %s (%.1fM params), micro-batch %d x seq %d, %d threads, %d warm-up + %d timed steps\n",
                 opt.model_name.c_str(), cfg.num_parameters_unpadded() / 1e6, B, T, omp_get_max_threads(), opt.warmup_steps,
@@ -99,15 +95,16 @@ nlohmann::json run_step_bench(const StepBenchOptions& opt, bool quiet) {
       auto comm = make_self_comm();
       PlanInputs in;
       in.model = cfg;
-      in.shape = GptShape{B, T};
+      in.shape = ModelShape{B, T};
       in.dtype = dt;
       in.checkpointing = opt.checkpointing;
       const MemoryPlan plan = plan_memory(in);
       auto stream = dev->create_stream();
       PlannedBuffers planned(*dev, plan.buffers);
-      auto init = [&](int g, std::vector<float>& v) { init_gpt_group(cfg, layout, 1337, g, v); };
+      auto init = [&](int g, std::vector<float>& v) { family.init_group(cfg, layout, 1337, g, v); };
       Engine engine(*dev, *stream, *comm, plan, planned, EngineConfig{AdamConfig{}, lr, {}, 1}, init);
-      Gpt model(*dev, cfg, GptShape{B, T}, dt, opt.checkpointing, planned);
+      const std::unique_ptr<Model> model =
+          family.make(*dev, cfg, ModelShape{B, T}, dt, opt.checkpointing, planned, MemoryKind::device);
       Buffer<double> loss = planned.take<double>(kLossSums), readback = planned.take<double>(kLossReadback);
       // The batch in the planned pinned staging, as training holds it (one set: every step uses it).
       Buffer<std::int32_t> tokens = planned.take<std::int32_t>(kTokenStaging);
@@ -117,10 +114,10 @@ nlohmann::json run_step_bench(const StepBenchOptions& opt, bool quiet) {
       dev->backend().memset_async(*stream, loss.data(), 0, sizeof(double));
       for (int s = 0; s < opt.warmup_steps + opt.steps; ++s) {
         auto t0 = Clock::now();
-        model.forward(engine, tokens.data(), tokens.data() + BT, engine.dloss_scale(), loss.data(), *stream);
+        model->forward(engine, tokens.data(), tokens.data() + BT, engine.dloss_scale(), loss.data(), *stream);
         stream->synchronize();
         auto t1 = Clock::now();
-        model.backward(engine, *stream);
+        model->backward(engine, *stream);
         engine.end_micro_step();
         stream->synchronize();
         auto t2 = Clock::now();

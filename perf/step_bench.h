@@ -8,13 +8,13 @@
 #include <nlohmann/json.hpp>
 
 #include "core/device.h"
-#include "model/gpt.h"
-#include "model/gpt_config.h"
+#include "model/activation_checkpoints.h"
+#include "model/model_config.h"
 
 namespace tz {
 
 struct StepBenchOptions {
-  GptConfig model;
+  ModelConfig model;
   std::string model_name;
   int micro_batch = 4;
   int seq_len = 64;
@@ -23,11 +23,6 @@ struct StepBenchOptions {
   int steps = 5;
   ActivationCheckpointing checkpointing = ActivationCheckpointing::off;
 };
-
-// Model FLOPs of one step: tokens x (6 x N + 12 x L x C x T), N = parameters excluding wpe
-// (the LM head's matmul runs over the padded vocabulary rows, so they count), the second term the
-// attention scores and weighted sums (PaLM appendix B, as llm.c's mfu.h).
-double step_flops(const GptConfig& cfg, int B, int T);
 
 // GFLOP/s of C[M,N] = A[M,K] B[K,N] on the device's backend (median of `reps`, after warm-up).
 double measure_matmul_gflops(Device& dev, DType dtype, int M, int N, int K, int reps);

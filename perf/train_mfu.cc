@@ -7,7 +7,8 @@
 
 #include "core/error.h"
 #include "model/json_bounded.h"
-#include "perf/step_bench.h"
+#include "model/model_family.h"
+#include "zero/step_time.h"
 #include "perf/timing.h"
 
 namespace tz {
@@ -42,8 +43,7 @@ nlohmann::json train_mfu(const TrainMfuOptions& opt) {
   }
   TZ_CHECK(!step.empty(), opt.metrics, " has ", seen, " step record", seen == 1 ? "" : "s",
            ", none left after --skip ", opt.skip, ": train more steps");
-  const double T = opt.seq_len;
-  const double flops_per_token = step_flops(opt.model, 1, opt.seq_len) / T;
+  const double flops_per_token = model_family(opt.model).flops_per_token(opt.model, opt.seq_len);
   const double step_ms = bench::median(step), tokens_per_s = tokens_per_step / (step_ms / 1e3);
   const double tflops = tokens_per_s * flops_per_token / opt.world / 1e12;
   nlohmann::json out = {
@@ -58,7 +58,7 @@ nlohmann::json train_mfu(const TrainMfuOptions& opt) {
       {"ms_comm_wait", bench::median(wait)},
       {"tokens_per_s", tokens_per_s},
       {"flops_per_token", flops_per_token},
-      {"flops_formula", "6 * N + 12 * n_layer * n_embd * seq_len per token, N = params excluding wpe"},
+      {"flops_formula", model_family(opt.model).flops_formula()},
       {"tflops_per_device", tflops},
       {"world", opt.world},
       {"peak_tflops", opt.peak_tflops > 0 ? nlohmann::json(opt.peak_tflops) : nlohmann::json(nullptr)},

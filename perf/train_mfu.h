@@ -5,13 +5,13 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 
 namespace tz {
 
 struct TrainMfuOptions {
   std::string metrics;  // the JSONL file
-  GptConfig model;
+  ModelConfig model;
   int seq_len = 1024;
   int world = 1;           // ranks the run used (tokens_per_s counts all of them)
   int skip = 2;            // first steps left out (warm-up: allocation, cuBLAS heuristics, page faults)
@@ -20,7 +20,7 @@ struct TrainMfuOptions {
 };
 
 // Median step time and phases over the steps kept, tokens/s, TFLOP/s per device (model FLOPs: tokens x
-// (6 N + 12 L C T), as step_flops counts them) and MFU against the peak. Throws when the file has no
+// the family's FLOPs per token, as model_flops counts them) and MFU against the peak. Throws when the file has no
 // step left after `skip`.
 nlohmann::json train_mfu(const TrainMfuOptions& opt);
 

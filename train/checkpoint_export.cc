@@ -34,9 +34,7 @@ std::string inspect_checkpoint(const std::string& path) {
   std::ostringstream os;
   os << "checkpoint " << r.dir() << "\n"
      << "  step " << m.step << " (" << m.engine.optimizer_steps << " optimizer updates applied)\n"
-     << "  model: " << m.model.n_layer << " layers, " << m.model.n_head << " heads, " << m.model.n_embd
-     << " wide, vocab " << m.model.vocab_size << " (padded " << m.model.padded_vocab_size << "), "
-     << m.model.max_seq_len << " positions; trained in " << m.dtype << "\n"
+     << "  model: " << m.model.describe() << "; trained in " << m.dtype << "\n"
      << "  states: fp32 master, Adam m and v of " << elems << " elements in " << m.groups.size() << " groups\n"
      << "  written by " << m.world << " rank" << (m.world == 1 ? "" : "s") << " at ZeRO stage " << m.stage
      << ", optimizer on " << m.offload_optimizer << ", parameters on " << m.offload_param << "\n"
@@ -68,7 +66,7 @@ std::string export_checkpoint(const std::string& path, const std::string& out, D
       std::size_t n = 1;
       for (auto d : t.hf_shape) n *= std::size_t(d);
       // hf_shape drops wte's padded rows: a prefix of the stored tensor.
-      tensors.push_back({"transformer." + t.name, sd, t.hf_shape, nullptr, nullptr,
+      tensors.push_back({t.hf_name, sd, t.hf_shape, nullptr, nullptr,
                          [&r, g, off = t.offset, n](float* dst) {
                            r.read(int(g), StateArray::master, off, n, dst);
                            TZ_CHECK(host_all_finite(dst, n), "checkpoint ", r.dir(), " holds non-finite weights in group ",

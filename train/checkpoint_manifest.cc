@@ -93,10 +93,13 @@ std::uint64_t parse_hex64(const std::string& s, const std::string& what) {
 // The groups are the model's layout, name by name and count by count: a reader may then take tensor
 // offsets from the model (as the export does) and trust them inside the groups.
 void model_matches_groups(const CheckpointManifest& m, const std::string& src) {
-  TZ_CHECK(m.groups.size() == std::size_t(m.model.n_layer) + 2, src, ": 'groups' lists ", m.groups.size(),
-           " groups, but a model of 'model.n_layer' ", m.model.n_layer, " has ", std::uint64_t(m.model.n_layer) + 2,
-           kDamaged);
+  // Every family has a group per layer and more: n_layer below the groups listed bounds the layout's size
+  // before it is built.
+  TZ_CHECK(std::size_t(m.model.n_layer) < m.groups.size(), src, ": 'groups' lists ", m.groups.size(),
+           " groups, too few for a model of 'model.n_layer' ", m.model.n_layer, kDamaged);
   const ParamLayout layout = ParamLayout::build(m.model);
+  TZ_CHECK(m.groups.size() == layout.groups.size(), src, ": 'groups' lists ", m.groups.size(),
+           " groups, but a model of 'model.n_layer' ", m.model.n_layer, " has ", layout.groups.size(), kDamaged);
   for (std::size_t g = 0; g < m.groups.size(); ++g)
     TZ_CHECK(m.groups[g].name == layout.groups[g].name && m.groups[g].count == layout.groups[g].count, src,
              ": groups[", g, "] is ", m.groups[g].name, " of ", m.groups[g].count, " elements, but the model's is ",
@@ -151,7 +154,8 @@ json manifest_to_json(const CheckpointManifest& m) {
             {"seed", m.seed},
             {"shuffle", m.shuffle}}},
           {"model",
-           {{"n_layer", m.model.n_layer},
+           {{"family", m.model.family},
+            {"n_layer", m.model.n_layer},
             {"n_head", m.model.n_head},
             {"n_embd", m.model.n_embd},
             {"vocab_size", m.model.vocab_size},
@@ -199,8 +203,9 @@ CheckpointManifest manifest_from_json(const json& j, const std::string& src) {
   m.seed = d.u64("seed");
   m.shuffle = d.boolean("shuffle");
   // Bounded so that the layout's sizes (ParamLayout::build) cannot overflow; n_layer is bounded by the
-  // groups the manifest lists (one per layer, and two more).
+  // groups the manifest lists (one per layer, and more: model_matches_groups).
   Fields mo = f.sub("model");
+  if (j.at("model").contains("family")) m.model.family = mo.str("family");  // absent before families: gpt2
   m.model.n_layer = mo.i32("n_layer", 1);
   m.model.n_head = mo.i32("n_head", 1, 1 << 20);
   m.model.n_embd = mo.i32("n_embd", 1, 1 << 20);
@@ -210,7 +215,7 @@ CheckpointManifest manifest_from_json(const json& j, const std::string& src) {
   try {
     m.model.validate();
   } catch (const Error& e) {
-    TZ_FAIL(src, ": 'model' is not a valid GPT-2 shape (", e.what(), ")", kDamaged);
+    TZ_FAIL(src, ": 'model' is not a valid model shape (", e.what(), ")", kDamaged);
   }
   m.dtype = f.str("dtype");
   Fields w = f.sub("writer");

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 #include "zero/engine.h"
 
 namespace tz {
@@ -54,7 +54,7 @@ struct CheckpointManifest {
   std::string data_identity;
   std::uint64_t seed = 0;
   bool shuffle = false;
-  GptConfig model;
+  ModelConfig model;  // its family is "gpt2" in manifests written before families
   std::string dtype;  // the working precision it was trained in
   int world = 1, stage = 0;
   std::string offload_optimizer, offload_param;

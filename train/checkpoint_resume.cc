@@ -15,12 +15,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string model_text(const GptConfig& m) {
-  return std::to_string(m.n_layer) + " layers, " + std::to_string(m.n_head) + " heads, " + std::to_string(m.n_embd) +
-         " wide, vocab " + std::to_string(m.vocab_size) + " (padded " + std::to_string(m.padded_vocab_size) + "), " +
-         std::to_string(m.max_seq_len) + " positions";
-}
-
 }  // namespace
 
 std::string resume_checkpoint(const TrainOptions& opt, Communicator& comm,
@@ -65,8 +59,8 @@ std::unique_ptr<CheckpointReader> open_resume(const std::string& dir, const Trai
       refuse_damaged_checkpoint(dir, e.what());
     }
     const CheckpointManifest& m = r->manifest();
-    const std::string want = model_text(opt.model), have = model_text(m.model);
-    TZ_CHECK(want == have, "checkpoint ", dir, " holds a model of ", have, ", but this run's model is ", want,
+    TZ_CHECK(opt.model == m.model, "checkpoint ", dir, " holds a model of ", m.model.describe(),
+             ", but this run's model is ", opt.model.describe(),
              "; resume with the model flags it was trained with");
     const ParamLayout layout = ParamLayout::build(opt.model);
     TZ_CHECK(layout.groups.size() == m.groups.size(), "checkpoint ", dir, " has ", m.groups.size(),

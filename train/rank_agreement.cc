@@ -13,18 +13,12 @@
 namespace tz {
 namespace {
 
-constexpr std::size_t kSlot = 64;  // bytes per value in the exchange (longer values are cut, with a hash)
+constexpr std::size_t kSlot = 128;  // bytes per value in the exchange (longer values are cut, with a hash)
 
 std::string num(double x) {
   char b[40];
   std::snprintf(b, sizeof b, "%.9g", x);
   return b;
-}
-
-std::string model_settings(const GptConfig& m) {
-  return std::to_string(m.n_layer) + " layers, " + std::to_string(m.n_head) + " heads, " +
-         std::to_string(m.n_embd) + " wide, vocab " + std::to_string(m.vocab_size) + ", " +
-         std::to_string(m.max_seq_len) + " positions";
 }
 
 const char* given(const std::string& path) { return path.empty() ? "not given" : "given"; }
@@ -43,7 +37,7 @@ std::vector<std::pair<std::string, std::string>> shared_settings(const TrainOpti
   const ZeroOptions& z = o.zero;
   const OffloadOptions& f = o.offload;
   return {
-      {"the model (--model, --n-layer, --n-head, --n-embd, --vocab, --init-from)", model_settings(o.model)},
+      {"the model (--model, --n-layer, --n-head, --n-embd, --vocab, --init-from)", o.model.describe()},
       {"--seq-len", std::to_string(o.seq_len)},
       {"--micro-batch", std::to_string(o.micro_batch)},
       {"--grad-accum", std::to_string(o.grad_accum)},

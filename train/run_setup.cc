@@ -12,8 +12,7 @@
 #include "comm/device_comm.h"
 #include "core/backend.h"
 #include "core/error.h"
-#include "model/gpt_init.h"
-#include "model/gpt_safetensors.h"
+#include "model/model_family.h"
 #include "train/collective_util.h"
 #include "train/corpus_data.h"
 #include "train/rank_agreement.h"
@@ -45,7 +44,7 @@ void load_init_from(const TrainOptions& opt, Communicator& comm, const ParamLayo
   TZ_CHECK(h && XXH3_64bits_reset(h.get()) == XXH_OK, "cannot start a hash of --init-from");
   std::uint64_t bytes = 0;
   on_every_rank(comm, "load --init-from " + opt.init_from, [&] {
-    load_gpt_safetensors(opt.init_from, layout, loaded, [&](const void* p, std::size_t n) {
+    model_family(opt.model).load_safetensors(opt.init_from, layout, loaded, [&](const void* p, std::size_t n) {
       XXH3_64bits_update(h.get(), p, n);
       bytes += n;
     });
@@ -62,7 +61,7 @@ PlanInputs plan_inputs(const TrainOptions& opt, int world, int rank) {
   PlanInputs in;
   in.device = opt.device;
   in.model = opt.model;
-  in.shape = GptShape{opt.micro_batch, opt.seq_len};
+  in.shape = ModelShape{opt.micro_batch, opt.seq_len};
   in.dtype = opt.dtype;
   in.checkpointing = opt.checkpointing;
   in.zero = opt.zero;
@@ -114,15 +113,15 @@ Run::Run(const TrainOptions& opt, Communicator& comm, const TrainHooks& hooks, c
       values.resize(plan.layout.groups[g].count);
       return ckpt->read(g, StateArray::master, 0, values.size(), values.data());
     }
-    if (loaded.empty()) return init_gpt_group(opt.model, plan.layout, opt.seed, g, values);
+    if (loaded.empty()) return model_family(opt.model).init_group(opt.model, plan.layout, opt.seed, g, values);
     values = std::move(loaded[g]);
     loaded[g] = {};
   };
   engine = std::make_unique<Engine>(*dev, *stream, *dcomm, plan, *planned, ec, init, hooks.engine);
   engine->set_host_comm(comm);
   const MemoryKind act_home = tier_memory(opt.offload.activations);
-  model = std::make_unique<Gpt>(*dev, opt.model, GptShape{opt.micro_batch, opt.seq_len}, opt.dtype,
-                                opt.checkpointing, *planned, act_home);
+  model = model_family(opt.model).make(*dev, opt.model, ModelShape{opt.micro_batch, opt.seq_len}, opt.dtype,
+                                       opt.checkpointing, *planned, act_home);
   losses = planned->take<double>(kLossSums);
   readback = planned->take<double>(kLossReadback);
   tokens = planned->take<std::int32_t>(kTokenStaging);

@@ -10,7 +10,7 @@
 #include "comm/communicator.h"
 #include "core/device.h"
 #include "model/data_loader.h"
-#include "model/gpt.h"
+#include "model/model.h"
 #include "train/checkpoint.h"
 #include "train/train_hooks.h"
 #include "train/train_options.h"
@@ -48,7 +48,7 @@ struct Run {
   std::unique_ptr<PlannedBuffers> planned;
   std::unique_ptr<DataLoader> train_loader, val_loader;
   std::unique_ptr<Engine> engine;
-  std::unique_ptr<Gpt> model;
+  std::unique_ptr<Model> model;
   Buffer<double> losses, readback;
   // Two sets of [inputs | targets] in pinned memory (a copy from pageable memory would block the host on
   // a GPU), each with the event recorded after the forward that copied it up.

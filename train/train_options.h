@@ -9,8 +9,8 @@
 
 #include "core/device.h"
 #include "core/dtype.h"
-#include "model/gpt.h"
-#include "model/gpt_config.h"
+#include "model/activation_checkpoints.h"
+#include "model/model_config.h"
 #include "zero/lr_schedule.h"
 #include "zero/zero_options.h"
 
@@ -20,7 +20,7 @@ namespace tz {
 inline constexpr const char* kDefaultData = "default";
 
 struct TrainOptions {
-  GptConfig model;  // resolved preset + size overrides
+  ModelConfig model;  // resolved preset + size overrides
   std::string model_name = "tiny";
   std::string data = kDefaultData;
   std::string val_data;   // empty: the last 10% of the default corpus when data is default, else none

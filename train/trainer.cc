@@ -12,7 +12,7 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/host_ops.h"
-#include "model/gpt_safetensors.h"
+#include "model/model_family.h"
 #include "train/checkpoint.h"
 #include "train/collective_util.h"
 #include "train/output_checks.h"
@@ -43,15 +43,14 @@ void check_options(const TrainOptions& opt, int world) {
 
 
 std::string startup_line(const TrainOptions& opt, const MemoryPlan& plan, int world) {
-  const GptConfig& cfg = opt.model;
-  char line[640];
+  const ModelConfig& cfg = opt.model;
+  char line[768];
   std::snprintf(
       line, sizeof line,
-      "model %s: %d layers, %d heads, %d embd, vocab %d (padded %d), %.2fM params | %s | %d rank%s, ZeRO "
+      "model %s: %s, %.2fM params | %s | %d rank%s, ZeRO "
       "stage %d | micro-batch %d x seq %d x accum %d | per rank: device %s of %s (states %s), host %s of "
       "%s (states %s), nvme %s",
-      opt.model_name.c_str(), cfg.n_layer, cfg.n_head, cfg.n_embd, cfg.vocab_size, cfg.padded_vocab_size,
-      cfg.num_parameters_unpadded() / 1e6, std::string(dtype_name(opt.dtype)).c_str(), world,
+      opt.model_name.c_str(), cfg.describe().c_str(), cfg.num_parameters_unpadded() / 1e6, std::string(dtype_name(opt.dtype)).c_str(), world,
       world == 1 ? "" : "s", opt.zero.stage, opt.micro_batch, opt.seq_len, opt.grad_accum,
       format_bytes(plan.total(Tier::device)).c_str(), format_bytes(opt.device_mem).c_str(),
       format_bytes(plan.state_bytes(Tier::device)).c_str(), format_bytes(plan.total(Tier::host)).c_str(),
@@ -109,7 +108,7 @@ void export_model(const TrainOptions& opt, Communicator& comm, Run& run, const L
       groups.push_back(full[g].data());
     }
     try {
-      save_gpt_safetensors(opt.save_safetensors, run.plan.layout, groups, DType::f32);
+      model_family(opt.model).save_safetensors(opt.save_safetensors, run.plan.layout, groups, DType::f32);
     } catch (const std::exception& e) {
       if (checkpoint.empty()) throw;
       TZ_FAIL(e.what(), "; the trained weights are safe in checkpoint ", checkpoint, " (tierzero ckpt export ",

@@ -52,22 +52,21 @@ void append(std::vector<BufferSpec>& v, const std::vector<BufferSpec>& more) {
 // Before anything is sized: an upper bound, in floating point, of the largest buffers (the activations
 // with every block's set kept, attention probabilities of T x T per head, logits and their low-precision
 // copies; every state in fp32, unsharded). Refused beyond kMaxPlanBytes, so that no byte count the plan
-// then computes in 64 bits can wrap. The model's sizes are bounded on their own (GptConfig::validate).
+// then computes in 64 bits can wrap. The model's sizes are bounded on their own (ModelConfig::validate).
 void check_plan_size(const PlanInputs& in) {
-  const double L = in.model.n_layer, C = in.model.n_embd, H = in.model.n_head, V = in.model.padded_vocab_size;
-  const double B = in.shape.B, T = in.shape.T;
   TZ_CHECK(in.shape.B >= 1 && in.shape.T >= 1, "--micro-batch and --seq-len must be at least 1, got ", in.shape.B,
            " and ", in.shape.T);
-  const double acts = 8 * ((L + 2) * (B * T * (32 * C + 8) + B * H * T * T) + 3 * B * T * V);
-  const double states = 20 * (12 * L * C * C + 13 * L * C + (V + double(in.model.max_seq_len) + 2) * C);
+  in.model.validate();
+  const ModelFamily& family = model_family(in.model);
+  const double acts = family.activation_bytes_bound(in.model, in.shape);
+  const double states = 20 * double(in.model.num_parameters());
   const double limit = kMaxPlanBytes;
   TZ_CHECK(acts <= limit, "the activations of --micro-batch ", in.shape.B, " x --seq-len ", in.shape.T,
-           " on this model (--n-layer ", in.model.n_layer, ", --n-embd ", in.model.n_embd, ", --n-head ",
-           in.model.n_head, ", --vocab ", in.model.vocab_size, ") would take about ", format_bytes(std::size_t(acts)),
+           " on this model (", in.model.describe(), ") would take about ", format_bytes(std::size_t(acts)),
            " per rank, beyond the ", format_bytes(std::size_t(limit)), " any plan may hold; lower them");
-  TZ_CHECK(states <= limit, "the states of this model (--n-layer ", in.model.n_layer, ", --n-embd ", in.model.n_embd,
-           ", --vocab ", in.model.vocab_size, ") would take about ", format_bytes(std::size_t(states)),
-           ", beyond the ", format_bytes(std::size_t(limit)), " any plan may hold; lower them");
+  TZ_CHECK(states <= limit, "the states of this model (", in.model.describe(), ") would take about ",
+           format_bytes(std::size_t(states)), ", beyond the ", format_bytes(std::size_t(limit)),
+           " any plan may hold; lower them");
   TZ_CHECK(in.world >= 1 && in.world <= kMaxWorld && in.rank >= 0 && in.rank < in.world, "world size ", in.world,
            " and rank ", in.rank, ": the world must be in [1, ", kMaxWorld, "] and the rank in [0, world)");
 }
@@ -99,7 +98,7 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   p.nvme_bytes = p.optimizer_swap.bytes + p.param_swap.bytes;
   if (pl.reduce)
     p.buckets =
-        plan_buckets(p.map, pl.reduce_scatter, in.zero.reduce_bucket_size, Gpt::gradient_order(p.layout));
+        plan_buckets(p.map, pl.reduce_scatter, in.zero.reduce_bucket_size, model_family(in.model).gradient_order(p.layout));
   p.gathers = plan_gathers(p.map, pl, in.zero);
 
   for (int g = 0; g < p.map.groups(); ++g)
@@ -117,7 +116,7 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   p.buffers.push_back({kTokenStaging, "scalars", MemoryKind::pinned_host,
                        4 * std::size_t(in.shape.B) * in.shape.T * sizeof(std::int32_t)});
   const MemoryKind ckpt = tier_memory(in.offload.activations);
-  append(p.buffers, Gpt::buffers(in.model, in.shape, in.dtype, in.checkpointing, ckpt, in.device));
+  append(p.buffers, model_family(in.model).buffers(in.model, in.shape, in.dtype, in.checkpointing, ckpt, in.device));
   return p;
 }
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "core/buffer_plan.h"
-#include "model/gpt.h"
+#include "model/model_family.h"
 #include "zero/grad_reducer.h"
 #include "zero/group_state.h"
 #include "zero/optimizer_plan.h"
@@ -30,8 +30,8 @@ inline constexpr int kMaxWorld = 1 << 20;
 
 struct PlanInputs {
   DeviceKind device = DeviceKind::cpu;
-  GptConfig model;
-  GptShape shape;
+  ModelConfig model;
+  ModelShape shape;
   DType dtype = DType::f32;
   ActivationCheckpointing checkpointing = ActivationCheckpointing::off;
   ZeroOptions zero;

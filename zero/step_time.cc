@@ -35,9 +35,8 @@ std::string gb(double bytes) {
 
 }  // namespace
 
-double model_flops(const GptConfig& c, int B, int T) {
-  const double N = double(c.num_parameters()) - double(c.max_seq_len) * c.n_embd;
-  return double(B) * T * (6.0 * N + 12.0 * c.n_layer * c.n_embd * T);
+double model_flops(const ModelConfig& c, int B, int T) {
+  return double(B) * T * model_family(c).flops_per_token(c, T);
 }
 
 StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accum) {

@@ -13,9 +13,10 @@
 
 namespace tz {
 
-// Model FLOPs of one micro-step of one rank: tokens x (6 N + 12 L C T), N = parameters excluding wpe
-// (PaLM appendix B, as llm.c's mfu.h); activation checkpointing adds a forward (not counted in MFU).
-double model_flops(const GptConfig& cfg, int B, int T);
+// Model FLOPs of one micro-step of one rank: tokens x the family's FLOPs per token (GPT-2: 6 N + 12 L C T,
+// N = parameters excluding wpe, PaLM appendix B, as llm.c's mfu.h); activation checkpointing adds a
+// forward (not counted in MFU).
+double model_flops(const ModelConfig& cfg, int B, int T);
 
 struct StepTerm {
   std::string what;

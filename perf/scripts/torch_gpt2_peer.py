@@ -25,7 +25,7 @@ import torch.nn.functional as F
 SCHEMA = "tierzero-torch-peer/1"
 EXIT_SKIP = 77
 
-# model/gpt_config.cc's presets: (n_layer, n_head, n_embd, vocab, max_seq_len); vocab padded to 128.
+# model/gpt_family.cc's presets: (n_layer, n_head, n_embd, vocab, max_seq_len); vocab padded to 128.
 PRESETS = {
     "tiny": (2, 4, 64, 256, 64),
     "gpt2": (12, 12, 768, 50257, 1024),
@@ -34,7 +34,7 @@ PRESETS = {
     "gpt2-xl": (48, 25, 1600, 50257, 1024),
 }
 
-# perf/step_bench.cc's step_flops, per token; N counts wte's padded rows, as tierzero allocates and trains them.
+# zero/step_time.cc's model_flops (GPT-2's flops_per_token), per token; N counts wte's padded rows, as tierzero allocates and trains them.
 FLOPS_FORMULA = ("6 * N + 12 * n_layer * n_embd * seq_len per token, N = params excluding wpe "
                  "(wte with its padded vocabulary rows, counted once: tied to the LM head)")
 

@@ -12,7 +12,7 @@ namespace tz::testing {
 
 inline TrainOptions tiny_run(int steps, const std::string& save_dir) {
   TrainOptions o;
-  o.model = gpt_preset("tiny");
+  o.model = model_preset("tiny");
   o.steps = steps;
   o.lr.lr = 1e-3f;
   o.log_every = 0;

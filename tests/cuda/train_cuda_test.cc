@@ -17,7 +17,7 @@ void quiet(const std::string&) {}
 
 TrainOptions small(DeviceKind device, DType dt, int stage) {
   TrainOptions o;
-  o.model = gpt_preset("tiny");
+  o.model = model_preset("tiny");
   o.device = device;
   o.dtype = dt;
   o.steps = 20;

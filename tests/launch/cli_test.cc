@@ -177,7 +177,7 @@ TEST(Cli, InitFromTakesTheHeadCountFromNHeadAndRefusesAnUnknownWidthWithoutIt) {
   EXPECT_TRUE(has(r.err, "give its head count with --n-head")) << r.err;
   r = cli({"train", "--init-from", st, "--n-head", "2", "--steps", "1", "--micro-batch", "1", "--seq-len", "16"});
   EXPECT_EQ(r.rc, 0) << r.err;
-  EXPECT_TRUE(has(r.out, "1 layers, 2 heads, 24 embd")) << r.out;
+  EXPECT_TRUE(has(r.out, "1 layers, 2 heads, 24 wide")) << r.out;
 }
 
 // The fine-tuning scene: start from a GPT-2 safetensors file with the optimizer offloaded to the host

@@ -21,13 +21,13 @@ namespace {
 
 constexpr int B = 2, T = 5;
 
-GptConfig small_config(int n_layer) {
-  GptConfig cfg;
+ModelConfig small_config(int n_layer) {
+  ModelConfig cfg;
   cfg.n_layer = n_layer;
   cfg.n_head = 2;
   cfg.n_embd = 8;
   cfg.vocab_size = 20;
-  cfg.padded_vocab_size = GptConfig::pad_vocab(cfg.vocab_size);
+  cfg.padded_vocab_size = ModelConfig::pad_vocab(cfg.vocab_size);
   cfg.max_seq_len = 8;
   return cfg;
 }
@@ -42,7 +42,7 @@ struct Outcome {
 
 // A validation forward, then two micro-steps of forward and backward accumulating into the same
 // gradients (each with its own tokens and the 1/2 loss scale of two accumulation steps).
-Outcome run(const GptConfig& cfg, DType dt, ActivationCheckpointing ckpt, MemoryKind kind) {
+Outcome run(const ModelConfig& cfg, DType dt, ActivationCheckpointing ckpt, MemoryKind kind) {
   const ParamLayout layout = ParamLayout::build(cfg);
   test::HostProvider prov;
   init_gpt_params(cfg, layout, 42, prov.p);
@@ -88,7 +88,7 @@ class HostTierCheckpoints : public ::testing::TestWithParam<Case> {};
 // either; with and without recomputation (offload without --checkpoint-activations is allowed).
 TEST_P(HostTierCheckpoints, GiveBitwiseTheLossesAndGradientsOfCheckpointsOnTheDevice) {
   const auto [dt, n_layer, ckpt] = GetParam();
-  const GptConfig cfg = small_config(n_layer);
+  const ModelConfig cfg = small_config(n_layer);
   const Outcome want = run(cfg, dt, ckpt, MemoryKind::device);
   const Outcome got = run(cfg, dt, ckpt, MemoryKind::pinned_host);
   EXPECT_EQ(got.val, want.val);
@@ -202,7 +202,7 @@ TEST(ActivationCheckpoints, EveryReadSeesItsCheckpointInEveryOrderTheEventsAllow
 // The staging buffers are device memory the plan lists (so `tierzero plan` counts them): B*T*C floats
 // each, 3 with recomputation, 2 without, none when the checkpoints stay on the device.
 TEST(ActivationCheckpoints, ThePlanListsTheDeviceStagingOnlyForCheckpointsOnTheHostTier) {
-  const GptConfig cfg = small_config(3);
+  const ModelConfig cfg = small_config(3);
   const std::size_t ckpt_bytes = std::size_t(B) * T * cfg.n_embd * 4;
   for (auto ck : {ActivationCheckpointing::per_block, ActivationCheckpointing::off}) {
     const auto on_device = Gpt::buffers(cfg, {B, T}, DType::bf16, ck, MemoryKind::device);

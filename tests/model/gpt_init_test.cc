@@ -36,7 +36,7 @@ std::uint64_t name_seed(std::uint64_t seed, const std::string& name) {
 }
 
 TEST(GptInit, EveryRandomTensorIsTheSequentialGeneratorsSequenceWithOneOrFourThreads) {
-  GptConfig cfg = gpt_preset("tiny");
+  ModelConfig cfg = model_preset("tiny");
   const ParamLayout layout = ParamLayout::build(cfg);
   const int saved = omp_get_max_threads();
   for (int threads : {1, 4}) {

@@ -6,29 +6,30 @@
 #include <cstdint>
 #include <vector>
 
-#include "model/param_layout.h"
+#include "model/gpt_layout.h"
 
 namespace tz::testing {
 
 struct RefGpt {
-  const GptConfig& cfg;
+  const ModelConfig& cfg;
   const ParamLayout& layout;
 
   // params[g] holds group g in the layout's order; returns the mean cross-entropy over B*T positions.
   double loss(const std::vector<std::vector<double>>& params, const std::vector<std::int32_t>& in,
               const std::vector<std::int32_t>& tgt, int B, int T) const {
     const int C = cfg.n_embd, NH = cfg.n_head, hs = C / NH, V = cfg.vocab_size;
+    const GptOffsets off = gpt_offsets(cfg);
     const auto& emb = params[0];
     double total = 0;
     for (int b = 0; b < B; ++b) {
       std::vector<std::vector<double>> x(T, std::vector<double>(C));
       for (int t = 0; t < T; ++t)
         for (int c = 0; c < C; ++c)
-          x[t][c] = emb[layout.wte_offset + std::size_t(in[b * T + t]) * C + c] +
-                    emb[layout.wpe_offset + t * C + c];
+          x[t][c] = emb[off.wte + std::size_t(in[b * T + t]) * C + c] +
+                    emb[off.wpe + t * C + c];
       for (int l = 0; l < cfg.n_layer; ++l) {
         const auto& p = params[1 + l];
-        const BlockOffsets& o = layout.block;
+        const BlockOffsets& o = off.block;
         auto h = layernorm(x, p, o.ln1_w, o.ln1_b);
         auto qkv = linear(h, p, o.qkv_w, o.qkv_b, C, 3 * C);
         std::vector<std::vector<double>> y(T, std::vector<double>(C, 0.0));
@@ -59,13 +60,13 @@ struct RefGpt {
           for (int c = 0; c < C; ++c) x[t][c] += m[t][c];
       }
       const auto& pf = params.back();
-      auto xf = layernorm(x, pf, layout.lnf_w_offset, layout.lnf_b_offset);
+      auto xf = layernorm(x, pf, off.lnf_w, off.lnf_b);
       for (int t = 0; t < T; ++t) {
         std::vector<double> logit(V);
         double mx = -1e300;
         for (int v = 0; v < V; ++v) {
           double d = 0;
-          for (int c = 0; c < C; ++c) d += xf[t][c] * emb[layout.wte_offset + std::size_t(v) * C + c];
+          for (int c = 0; c < C; ++c) d += xf[t][c] * emb[off.wte + std::size_t(v) * C + c];
           logit[v] = d;
           mx = std::max(mx, d);
         }

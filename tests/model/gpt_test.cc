@@ -23,7 +23,7 @@ class GptTest : public ::testing::Test {
     cfg.n_head = 2;
     cfg.n_embd = 8;
     cfg.vocab_size = 20;
-    cfg.padded_vocab_size = GptConfig::pad_vocab(cfg.vocab_size);
+    cfg.padded_vocab_size = ModelConfig::pad_vocab(cfg.vocab_size);
     cfg.max_seq_len = 8;
     layout = ParamLayout::build(cfg);
     init_gpt_params(cfg, layout, 42, prov.p);
@@ -65,7 +65,7 @@ class GptTest : public ::testing::Test {
   }
 
   static constexpr int B = 2, T = 5;
-  GptConfig cfg;
+  ModelConfig cfg;
   ParamLayout layout;
   test::HostProvider prov;
   std::vector<std::int32_t> in, tgt;
@@ -110,7 +110,7 @@ TEST_F(GptTest, EveryTensorsGradientMatchesFiniteDifferencesOfTheReference) {
   // Padded vocabulary rows never receive probability mass, so their gradient is exactly zero.
   for (std::size_t i = std::size_t(cfg.vocab_size) * cfg.n_embd;
        i < std::size_t(cfg.padded_vocab_size) * cfg.n_embd; ++i)
-    ASSERT_EQ(prov.g[0][layout.wte_offset + i], 0.0f) << "padded wte element " << i;
+    ASSERT_EQ(prov.g[0][gpt_offsets(cfg).wte + i], 0.0f) << "padded wte element " << i;
 }
 
 TEST_F(GptTest, ActivationCheckpointingGivesBitwiseIdenticalLossAndGradients) {

@@ -4,13 +4,13 @@
 
 #include <gtest/gtest.h>
 
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 
 namespace tz {
 namespace {
 
 TEST(ParamLayout, MatricesAndEmbeddingsAreDecayedAndBiasesAndNormsAreNot) {
-  const ParamLayout layout = ParamLayout::build(gpt_preset("tiny"));
+  const ParamLayout layout = ParamLayout::build(model_preset("tiny"));
   int decayed = 0, kept = 0;
   for (const GroupSpec& g : layout.groups)
     for (const TensorSpec& t : g.tensors) {
@@ -19,7 +19,7 @@ TEST(ParamLayout, MatricesAndEmbeddingsAreDecayedAndBiasesAndNormsAreNot) {
       EXPECT_EQ(t.decay, t.shape.size() == 2) << t.name;
       (t.decay ? decayed : kept) += 1;
     }
-  const int L = gpt_preset("tiny").n_layer;
+  const int L = model_preset("tiny").n_layer;
   EXPECT_EQ(decayed, 2 + 4 * L);  // wte, wpe; per block c_attn, attn c_proj, c_fc, mlp c_proj
   EXPECT_EQ(kept, 2 + 8 * L);     // ln_f weight and bias; per block 2 LayerNorms x 2 and 4 biases
 }

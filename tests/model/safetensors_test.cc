@@ -19,13 +19,13 @@ namespace {
 
 using tz::testing::TestDir;
 
-GptConfig small_config() {
-  GptConfig c;
+ModelConfig small_config() {
+  ModelConfig c;
   c.n_layer = 2;
   c.n_head = 2;
   c.n_embd = 8;
   c.vocab_size = 50;
-  c.padded_vocab_size = GptConfig::pad_vocab(50);  // 128
+  c.padded_vocab_size = ModelConfig::pad_vocab(50);  // 128
   c.max_seq_len = 16;
   return c;
 }
@@ -125,7 +125,7 @@ void drop(std::vector<SafetensorsWriteTensor>& entries, const std::string& name)
 class Safetensors : public ::testing::Test {
  protected:
   TestDir dir;
-  GptConfig cfg = small_config();
+  ModelConfig cfg = small_config();
   ParamLayout layout = ParamLayout::build(cfg);
   std::vector<std::vector<float>> groups = random_groups(layout);
 };
@@ -160,7 +160,7 @@ TEST_F(Safetensors, LoadsNamesWithAndWithoutTheTransformerPrefix) {
     std::vector<std::vector<float>> loaded;
     load_gpt_safetensors(path, layout, loaded);
     expect_bitwise_equal(loaded, expected);
-    GptConfig inferred = infer_gpt_config_from_safetensors(path, cfg.n_head);
+    ModelConfig inferred = infer_gpt_config_from_safetensors(path, cfg.n_head);
     EXPECT_EQ(inferred.n_layer, cfg.n_layer);
     EXPECT_EQ(inferred.n_embd, cfg.n_embd);
   }
@@ -258,7 +258,7 @@ TEST_F(Safetensors, PaddedWteRowsAreDroppedOnExportAndZeroOnImport) {
 TEST_F(Safetensors, InfersTheConfigFromTheFile) {
   const auto path = dir.file("m.safetensors");
   save_gpt_safetensors(path, layout, pointers(groups), DType::f32);
-  GptConfig c = infer_gpt_config_from_safetensors(path, 2);
+  ModelConfig c = infer_gpt_config_from_safetensors(path, 2);
   EXPECT_EQ(c.n_layer, 2);
   EXPECT_EQ(c.n_head, 2);
   EXPECT_EQ(c.n_embd, 8);

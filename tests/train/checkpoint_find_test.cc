@@ -28,7 +28,7 @@ std::string write_checkpoint(const std::string& dir, int step) {
   CheckpointManifest m;
   m.step = step;
   m.global_batch_tokens = 512;
-  m.model = gpt_preset("tiny");
+  m.model = model_preset("tiny");
   m.dtype = "fp32";
   m.offload_optimizer = m.offload_param = "device";
   m.schedule = nlohmann::json::object();

@@ -31,7 +31,7 @@ CheckpointManifest two_rank_manifest() {
   m.global_batch_tokens = 1024;
   m.data_batch = 7;
   m.data_identity = "default corpus";
-  m.model = gpt_preset("tiny");
+  m.model = model_preset("tiny");
   m.dtype = "fp32";
   m.world = 2;
   m.offload_optimizer = m.offload_param = "device";
@@ -217,6 +217,22 @@ TEST(CheckpointManifest, CountsThatDisagreeWithTheWriterOrTheModelAreRefused) {
   json wider = good();  // the same number of groups, but each section sized for another model
   wider["model"]["n_embd"] = 128;
   expect_refused(wider, {"groups[0] is embedding of ", "elements, but the model's is embedding of "});
+}
+
+// The model's family: written by name; a manifest from before families (no key) is GPT-2's; an unknown
+// family, or one that is not a string, is refused naming the field.
+TEST(CheckpointManifest, TheModelsFamilyIsWrittenAndAnOldManifestWithoutItIsGpt2s) {
+  const json j = good();
+  EXPECT_EQ(j.at("model").at("family"), "gpt2");
+  json old = good();
+  old["model"].erase("family");
+  EXPECT_EQ(manifest_from_json(old, "old.json").model.family, "gpt2");
+  json unknown = good();
+  unknown["model"]["family"] = "llama-from-the-future";
+  expect_refused(unknown, {"'model' is not a valid model shape", "unknown model family 'llama-from-the-future'"});
+  json number = good();
+  number["model"]["family"] = 7;
+  expect_refused(number, {"model.family"});
 }
 
 // The sections are checked sorted, so 400k of them (a quadratic check would take minutes) take well

@@ -95,7 +95,7 @@ TEST(DataIdentity, ACheckpointRecordingTheOldIdentityStillResumes) {
   tokens[100] ^= 1;
   write_token_file(other, tokens);
   TrainOptions o;
-  o.model = gpt_preset("tiny");
+  o.model = model_preset("tiny");
   o.steps = 2;
   o.log_every = 0;
   o.data = data;

@@ -3,7 +3,7 @@
 // trains bitwise like the cpu.
 #include <gtest/gtest.h>
 
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 #include "tests/common/one_rank_run.h"
 #include "tests/common/wide_cpu_device.h"
 #include "train/trainer.h"

@@ -40,7 +40,7 @@ bool reset_peak() {
 // rank, well above the process's own noise (MPI, oneDNN, the corpus: a few MiB).
 TrainOptions model(int stage, int steps) {
   TrainOptions o;
-  o.model = gpt_preset("tiny");
+  o.model = model_preset("tiny");
   o.model.n_layer = 6;
   o.model.n_head = 6;
   o.model.n_embd = 384;

@@ -89,7 +89,7 @@ TEST(OutputChecks, TrainingWithMetricsOverItsDataFileStopsBeforeStep1AndKeepsThe
   write_token_file(data, std::vector<std::uint16_t>(5000, 65));
   const auto size = std::filesystem::file_size(data);
   TrainOptions o;
-  o.model = gpt_preset("tiny");
+  o.model = model_preset("tiny");
   o.steps = 2;
   o.data = data;
   o.metrics = data;

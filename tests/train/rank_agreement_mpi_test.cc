@@ -23,7 +23,7 @@ namespace {
 
 TrainOptions tiny() {
   TrainOptions o;
-  o.model = gpt_preset("tiny");
+  o.model = model_preset("tiny");
   o.steps = 2;
   o.log_every = 0;
   o.val_batches = 1;

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "model/gpt_init.h"
+#include "model/gpt_layout.h"
 #include "model/gpt_safetensors.h"
 #include "tests/common/test_dir.h"
 
@@ -19,7 +20,7 @@ namespace {
 
 TrainOptions tiny(int steps) {
   TrainOptions o;
-  o.model = gpt_preset("tiny");
+  o.model = model_preset("tiny");
   o.steps = steps;
   o.lr.lr = 1e-3f;
   o.log_every = 0;
@@ -141,11 +142,11 @@ TEST(Train, ADivergingRunFailsAndLeavesTheGoodModelInPlace) {
 // NaN weights in --init-from are named, not trained from.
 TEST(Train, InitFromAFileWithANaNWeightIsRefusedNamingTheTensor) {
   testing::TestDir dir;
-  const GptConfig cfg = gpt_preset("tiny");
+  const ModelConfig cfg = model_preset("tiny");
   const ParamLayout layout = ParamLayout::build(cfg);
   std::vector<std::vector<float>> groups;
   init_gpt_params(cfg, layout, 7, groups);
-  groups[1][layout.block.qkv_w + 3] = std::nanf("");
+  groups[1][gpt_offsets(cfg).block.qkv_w + 3] = std::nanf("");
   std::vector<const float*> ptrs;
   for (auto& g : groups) ptrs.push_back(g.data());
   const std::string path = dir.file("nan.safetensors");

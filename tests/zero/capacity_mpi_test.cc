@@ -18,7 +18,7 @@ void quiet(const std::string&) {}
 // 48 narrow blocks (width 320), byte vocabulary: 59M parameters, 18 bytes each in bf16 training = 1.0 GiB.
 TrainOptions narrow_and_deep() {
   TrainOptions o;
-  o.model = gpt_preset("tiny");
+  o.model = model_preset("tiny");
   o.model.n_layer = 48;
   o.model.n_head = 4;
   o.model.n_embd = 320;

@@ -105,7 +105,7 @@ class GroupCheckingComm final : public Communicator {
 
 TrainOptions tiny(int stage) {
   TrainOptions o;
-  o.model = gpt_preset("tiny");
+  o.model = model_preset("tiny");
   o.steps = 4;
   o.lr.lr = 1e-3f;
   o.log_every = 0;

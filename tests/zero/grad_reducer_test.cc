@@ -11,7 +11,7 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "model/gpt.h"
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 #include "model/param_layout.h"
 #include "tests/common/recording_comm.h"
 
@@ -21,7 +21,7 @@ namespace {
 constexpr int kWorld = 2, kRank = 1;
 
 struct Fixture {
-  ParamLayout layout = ParamLayout::build(gpt_preset("tiny"));
+  ParamLayout layout = ParamLayout::build(model_preset("tiny"));
   ShardMap map{layout, kWorld, kRank};
   std::unique_ptr<Device> dev = make_cpu_device();
   std::unique_ptr<Stream> stream = dev->create_stream();

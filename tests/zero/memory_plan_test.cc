@@ -10,14 +10,14 @@
 #include <set>
 
 #include "core/device.h"
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 
 namespace tz {
 namespace {
 
 PlanInputs inputs(int stage, Tier optimizer, DType dt = DType::bf16) {
   PlanInputs in;
-  in.model = gpt_preset("tiny");
+  in.model = model_preset("tiny");
   in.shape = {4, 64};
   in.dtype = dt;
   in.zero.stage = stage;

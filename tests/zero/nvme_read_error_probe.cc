@@ -18,7 +18,7 @@ int main() {
   std::string cmd = "rm -rf " + dir + " && mkdir -p " + dir;
   if (std::system(cmd.c_str()) != 0) return 2;
   tz::TrainOptions o;
-  o.model = tz::gpt_preset("tiny");
+  o.model = tz::model_preset("tiny");
   o.steps = 4;
   o.log_every = 0;
   o.dtype = tz::DType::bf16;

@@ -22,7 +22,7 @@ void quiet(const std::string&) {}
 
 TrainOptions tiny_on_nvme(const std::string& path) {
   TrainOptions o;
-  o.model = gpt_preset("tiny");
+  o.model = model_preset("tiny");
   o.steps = 4;
   o.log_every = 0;
   o.val_batches = 1;

@@ -12,7 +12,7 @@
 
 #include "core/cpu_adam.h"
 #include "core/elementwise.h"
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 #include "tests/common/recording_comm.h"
 #include "tests/common/second_host_tier.h"
 #include "zero/memory_plan.h"
@@ -40,7 +40,7 @@ struct Rig {
 
   static PlanInputs inputs(int stage, Tier optimizer, double ratio, int world) {
     PlanInputs in;
-    in.model = gpt_preset("tiny");
+    in.model = model_preset("tiny");
     in.shape = {2, 16};
     in.dtype = DType::bf16;
     in.zero.stage = stage;

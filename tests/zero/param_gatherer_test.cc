@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 #include "model/param_layout.h"
 #include "tests/common/error_message.h"
 #include "tests/common/recording_comm.h"
@@ -19,7 +19,7 @@ namespace {
 constexpr int kWorld = 4, kRank = 1;
 
 struct Fixture {
-  ParamLayout layout = ParamLayout::build(gpt_preset("tiny"));
+  ParamLayout layout = ParamLayout::build(model_preset("tiny"));
   ShardMap map{layout, kWorld, kRank};
   ZeroOptions zero;
   OffloadOptions offload;
@@ -137,7 +137,7 @@ TEST(ParamGatherer, TheSecondPassGathersAheadAlongTheTracedOrderAndEachGroupOnce
 }
 
 TEST(ParamGatherer, AGroupBelowThePersistenceThresholdIsTracedButNeverGathered) {
-  const ParamLayout layout = ParamLayout::build(gpt_preset("tiny"));
+  const ParamLayout layout = ParamLayout::build(model_preset("tiny"));
   std::size_t smallest = layout.groups[0].count;
   for (const GroupSpec& g : layout.groups) smallest = std::min(smallest, g.count);
   Fixture f(Tier::device, 0, smallest + 1);

@@ -10,7 +10,7 @@
 
 #include "core/error.h"
 #include "tests/common/error_message.h"
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 #include "model/param_layout.h"
 #include "zero/shard_map.h"
 
@@ -18,7 +18,7 @@ namespace tz {
 namespace {
 
 struct World {
-  ParamLayout layout = ParamLayout::build(gpt_preset("tiny"));
+  ParamLayout layout = ParamLayout::build(model_preset("tiny"));
   ShardMap map{layout, 2, 1};  // rank 1 of 2
 };
 

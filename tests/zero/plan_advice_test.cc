@@ -15,8 +15,8 @@ namespace {
 PlanInputs gpt2_medium_offload(int stage, int world, std::size_t device_mem) {
   PlanInputs in;
   in.device = DeviceKind::cuda;
-  in.model = gpt_preset("gpt2-medium");
-  in.shape = GptShape{4, 64};
+  in.model = model_preset("gpt2-medium");
+  in.shape = ModelShape{4, 64};
   in.dtype = DType::bf16;
   in.zero.stage = stage;
   in.offload.optimizer = Tier::host;
@@ -60,8 +60,8 @@ TEST(PlanAdvice, EverySuggestionForGpt2MediumIn1p5GiBFitsWhenReplanned) {
 TEST(PlanAdvice, ASingleChangeIsPreferredAndCheaperKindsComeFirst) {
   // Stage 0, one rank, with room for everything but the gradient bucket at its default size.
   PlanInputs in;
-  in.model = gpt_preset("gpt2");
-  in.shape = GptShape{4, 64};
+  in.model = model_preset("gpt2");
+  in.shape = ModelShape{4, 64};
   in.world = 2;
   const MemoryPlan full = plan_memory(in);
   in.budget[Tier::device] = full.total(Tier::device) - (std::size_t(64) << 20);

@@ -10,7 +10,7 @@ namespace tz {
 namespace {
 
 TEST(ShardMap, EachRankOwnsOneContiguousSliceAndTheyCoverTheGroup) {
-  ParamLayout layout = ParamLayout::build(gpt_preset("tiny"));
+  ParamLayout layout = ParamLayout::build(model_preset("tiny"));
   for (int N : {1, 2, 3, 4, 7}) {
     for (int g = 0; g < int(layout.groups.size()); ++g) {
       std::size_t next = 0;
@@ -33,7 +33,7 @@ TEST(ShardMap, EachRankOwnsOneContiguousSliceAndTheyCoverTheGroup) {
 }
 
 TEST(ShardMap, RefusesARankOutsideTheWorld) {
-  ParamLayout layout = ParamLayout::build(gpt_preset("tiny"));
+  ParamLayout layout = ParamLayout::build(model_preset("tiny"));
   EXPECT_THROW(ShardMap(layout, 2, 2), Error);
   EXPECT_THROW(ShardMap(layout, 0, 0), Error);
 }

@@ -21,7 +21,7 @@ void quiet(const std::string&) {}
 
 TrainOptions offloaded(int stage, DType dt, int steps) {
   TrainOptions o;
-  o.model = gpt_preset("tiny");
+  o.model = model_preset("tiny");
   o.steps = steps;
   o.lr.lr = 1e-3f;
   o.log_every = 0;

@@ -27,8 +27,8 @@ Hardware simple() {
 
 PlanInputs tiny(int stage, int world) {
   PlanInputs in;
-  in.model = gpt_preset("tiny");
-  in.shape = GptShape{4, 64};
+  in.model = model_preset("tiny");
+  in.shape = ModelShape{4, 64};
   in.zero.stage = stage;
   in.zero.param_persistence_threshold = 0;
   in.world = world;

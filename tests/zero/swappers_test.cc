@@ -7,7 +7,7 @@
 
 #include <algorithm>
 
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 #include "model/param_layout.h"
 #include "tests/common/test_dir.h"
 #include "zero/optimizer_swapper.h"
@@ -78,7 +78,7 @@ TEST(OptimizerSwapper, EverySubGroupIsVisitedInOrderWithWhatTheLastPassWrote) {
 }
 
 struct ShardedModel {
-  ParamLayout layout = ParamLayout::build(gpt_preset("tiny"));
+  ParamLayout layout = ParamLayout::build(model_preset("tiny"));
   ShardMap map{layout, 2, 1};
   Placement place;
   ShardedModel() {

@@ -17,7 +17,7 @@ void quiet(const std::string&) {}
 
 TrainOptions tiny(int stage) {
   TrainOptions o;
-  o.model = gpt_preset("tiny");
+  o.model = model_preset("tiny");
   o.steps = 8;
   o.lr.lr = 1e-3f;
   o.log_every = 0;

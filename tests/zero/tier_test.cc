@@ -7,7 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "core/device.h"
-#include "model/gpt_config.h"
+#include "model/model_config.h"
 #include "tests/common/error_message.h"
 #include "tests/common/second_host_tier.h"
 #include "zero/memory_plan.h"
@@ -120,7 +120,7 @@ TEST(SecondHostTier, ItsPoolIsAnAllocatorOfTheDeviceUnderItsOwnBudget) {
 
 PlanInputs inputs(Tier optimizer, Tier param) {
   PlanInputs in;
-  in.model = gpt_preset("tiny");
+  in.model = model_preset("tiny");
   in.shape = {4, 64};
   in.dtype = DType::bf16;
   in.zero.stage = 3;

@@ -22,7 +22,7 @@ void quiet(const std::string&) {}
 // persistence off so every group is sharded at stage 3.
 TrainOptions tiny(int stage, int steps) {
   TrainOptions o;
-  o.model = gpt_preset("tiny");
+  o.model = model_preset("tiny");
   o.steps = steps;
   o.lr.lr = 1e-3f;
   o.log_every = 0;
@@ -83,7 +83,7 @@ TEST(ZeroStages, WorldSizesAgreeAtTheSameGlobalBatch) {
 TEST(ZeroStages, PersistentBytesPerRankMatchTheStageFormulas) {
   World w;
   const double N = w.n();
-  GptConfig cfg = gpt_preset("tiny");
+  ModelConfig cfg = model_preset("tiny");
   ParamLayout layout = ParamLayout::build(cfg);
   // Padding: each group is rounded up to a multiple of 16 x N elements so it splits into aligned shards.
   double padded = 0;
@@ -107,7 +107,7 @@ TEST(ZeroStages, ElementsSentPerStepMatchTheTheoryWithinOnePercent) {
   World w;
   const double N = w.n();
   if (w.n() == 1) GTEST_SKIP() << "a world of one sends nothing";
-  const double params = double(gpt_preset("tiny").num_parameters());
+  const double params = double(model_preset("tiny").num_parameters());
   for (int stage = 0; stage <= 3; ++stage) {
     TrainOptions o = tiny(stage, 2);
     o.val_batches = 0;
@@ -185,7 +185,7 @@ TEST(ZeroOffload, CpuAndNvmeOffloadGiveBitwiseTheLossesOfNoOffloadAtStages1To3) 
 TEST(ZeroOffload, OffloadedStatesMoveFromTheDeviceBudgetToTheHostBudget) {
   World w;
   const double N = w.n();
-  ParamLayout layout = ParamLayout::build(gpt_preset("tiny"));
+  ParamLayout layout = ParamLayout::build(model_preset("tiny"));
   double padded = 0;
   for (const GroupSpec& g : layout.groups) padded += std::ceil(double(g.count) / (16 * N)) * 16 * N;
   struct Case {
@@ -247,7 +247,7 @@ TEST(ZeroOffload, APartialRatioSplitsEachOptimizerClassByWholeGroupsAndKeepsTheL
   EXPECT_EQ(split.losses, plain.losses);
   // Host bytes: the gradient shards and the master (16/N... as the full offload) minus what m and v keep
   // on the device: m about half (whole groups: within the largest group's share), v none.
-  ParamLayout layout = ParamLayout::build(gpt_preset("tiny"));
+  ParamLayout layout = ParamLayout::build(model_preset("tiny"));
   const double N = w.n();
   double padded = 0, largest = 0;
   for (const GroupSpec& g : layout.groups) {
