@@ -128,7 +128,20 @@ int plan_command(const std::vector<std::string>& args) {
   bool fits = true;
   std::set<std::string> printed;
   std::string advice;
-  nlohmann::json out = {{"world", world}, {"ranks", nlohmann::json::array()}};
+  // The model as its family counts it (parameters: as Hugging Face counts them, vocabulary rows unpadded).
+  const ModelConfig& model = f.o.model;
+  nlohmann::json out = {{"world", world},
+                        {"model",
+                         {{"name", f.o.model_name},
+                          {"family", model.family},
+                          {"description", model.describe()},
+                          {"parameters", model.num_parameters_unpadded()},
+                          {"parameters_trained", model.num_parameters()}}},
+                        {"ranks", nlohmann::json::array()}};
+  if (!json)
+    std::printf("model %s: %s, %zu parameters (%zu trained, with the padded vocabulary rows)\n",
+                f.o.model_name.c_str(), model.describe().c_str(), model.num_parameters_unpadded(),
+                model.num_parameters());
   for (int r : ranks) {
     const MemoryPlan plan = plan_memory(plan_inputs(f.o, world, r));
     std::string table = plan.table();
