@@ -103,7 +103,7 @@ void Engine::make_reducer(PlannedBuffers& planned) {
   std::vector<GradReducer::Destination> dest(groups_.size());
   for (GroupState& g : groups_) {
     GradReducer::Destination& d = dest[g.index];
-    d.on_host = in_host_memory(g.place->grad_home);
+    d.on_host = g.grad.in_host_memory();
     // Sharded gradients add every micro-step's reduced shard; a whole accumulator gets the reduced sum
     // over the whole group (all-reduce) or over this rank's shard (reduce-scatter).
     d.how = g.place->grads_sharded ? GradReducer::Deliver::add : GradReducer::Deliver::copy;
@@ -114,10 +114,10 @@ void Engine::make_reducer(PlannedBuffers& planned) {
 }
 
 void Engine::make_gatherer(PlannedBuffers& planned) {
-  std::vector<const void*> shard(groups_.size(), nullptr);
-  for (GroupState& g : groups_) shard[g.index] = g.params.data();
+  std::vector<const PlacedArray<std::uint8_t>*> params(groups_.size(), nullptr);
+  for (GroupState& g : groups_) params[g.index] = &g.params;
   gatherer_ = std::make_unique<ParamGatherer>(dev_, stream_, comm_, plan_.map, plan_.placement, plan_.gathers,
-                                              std::move(shard), param_swap_.get(),
+                                              std::move(params), param_swap_.get(),
                                               plan_.in.zero.prefetch_bucket_size, planned);
 }
 
@@ -133,7 +133,7 @@ void Engine::initialize(const GroupInit& init) {
     const GroupPlacement& gp = *g.place;
     const std::size_t p0 = gp.params_sharded ? g.shard.offset : 0,
                       pn = gp.params_sharded ? g.shard.count : g.shards.padded;
-    if (in_file(gp.params_home)) {
+    if (g.params.in_file()) {
       param_swap_->initialize(g.index, values.data() + p0);
     } else {
       cast.resize(pn * dtype_size(g.working));

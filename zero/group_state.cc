@@ -11,11 +11,18 @@ std::string adam_v_buffer(const std::string& g) { return "adam v " + g; }
 
 void GroupState::take(PlannedBuffers& planned) {
   const std::string& n = spec->name;
-  if (planned.has(params_buffer(n))) params = planned.take<std::uint8_t>(params_buffer(n));
-  grad = planned.take<float>(grad_buffer(n));
-  if (planned.has(master_buffer(n))) master = planned.take<float>(master_buffer(n));
-  if (planned.has(adam_m_buffer(n))) m = planned.take<float>(adam_m_buffer(n));
-  if (planned.has(adam_v_buffer(n))) v = planned.take<float>(adam_v_buffer(n));
+  // Absent buffers (states on a file tier, a master the params serve as) leave an empty array that still
+  // knows its home.
+  auto array = [&](Tier home, const std::string& name) {
+    return planned.has(name) ? PlacedArray<float>(home, planned.take<float>(name)) : PlacedArray<float>(home, {});
+  };
+  params = PlacedArray<std::uint8_t>(place->params_home, planned.has(params_buffer(n))
+                                                           ? planned.take<std::uint8_t>(params_buffer(n))
+                                                           : Buffer<std::uint8_t>());
+  grad = PlacedArray<float>(place->grad_home, planned.take<float>(grad_buffer(n)));
+  master = array(place->master_home, master_buffer(n));
+  m = array(place->m_home, adam_m_buffer(n));
+  v = array(place->v_home, adam_v_buffer(n));
 }
 
 }  // namespace tz

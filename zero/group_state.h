@@ -1,7 +1,9 @@
 // One flat group's states on this rank, where its placement put them: the working params (whole or
 // this rank's shard), the gradient (whole accumulator or reduced shard), the fp32 master and Adam m, v
 // over the optimizer range (absent when they live on NVMe, the master when fp32 params serve as it).
-// Pointer helpers give each range's start, so the step never asks which stage it runs at.
+// Each is a PlacedArray that knows its tier and how a piece of it reaches the host or goes back, so the
+// step asks the state where it lives; pointer helpers give each range's start, so the step never asks
+// which stage it runs at.
 #pragma once
 
 #include <cstdint>
@@ -11,6 +13,7 @@
 #include "model/param_layout.h"
 #include "zero/placement.h"
 #include "zero/shard_map.h"
+#include "zero/placed_array.h"
 
 namespace tz {
 
@@ -28,10 +31,10 @@ struct GroupState {
   Shard shard;  // this rank's shard of the padded group
   const GroupPlacement* place = nullptr;
   DType working = DType::f32;
-  Buffer<std::uint8_t> params;
-  Buffer<float> grad, master, m, v;
+  PlacedArray<std::uint8_t> params;
+  PlacedArray<float> grad, master, m, v;
 
-  // Takes the group's buffers from the plan.
+  // Takes the group's buffers from the plan, each with its home tier.
   void take(PlannedBuffers& planned);
 
   // The working params of padded-group element e (which must be held here: whole, or in the shard).

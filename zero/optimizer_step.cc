@@ -107,7 +107,7 @@ double OptimizerStep::global_norm_squared() {
   be_.memset_async(stream_, partial, 0, (G + 1) * sizeof(double));
   for (GroupState& g : groups_) {
     const std::size_t n = g.shard.count;
-    if (on_device(g.place->grad_home)) {
+    if (g.grad.on_device()) {
       be_.sum_squares(stream_, partial + g.index, g.shard_grad(), n);
     } else {  // the same chunked sum on the host, then up into its slot
       readback_.data()[g.index] = host_sum_squares(g.shard_grad(), n);
@@ -166,7 +166,7 @@ void OptimizerStep::update(const AdamStep& adam, float wd) {
     // Each group's all-gather bucket starts as soon as every group in it is updated.
     for (bool device_pass : {true, false})
       for (GroupState& g : groups_) {
-        if (on_device(g.place->update_on) != device_pass) continue;
+        if (on_device(g.place->update_on) != device_pass) continue;  // where the AdamW runs, not a state
         if (!keep_speculative(g, adam, wd))
           for (std::size_t b = 0; b < g.place->opt_range.count; b += plan_.update_chunk) {
             const std::size_t n = std::min(plan_.update_chunk, g.place->opt_range.count - b);
@@ -198,69 +198,55 @@ void OptimizerStep::update_on_device(GroupState& g, std::size_t begin, std::size
                                      float wd) {
   const GroupPlacement& gp = *g.place;
   const std::size_t lo = gp.opt_range.offset + begin, es = dtype_size(g.working);
-  std::uint8_t* out = gp.master_is_params              ? nullptr
-                      : on_device(gp.params_home) ? g.params_at(lo)
-                                                       : device_params_out_.data();
+  std::uint8_t* out = gp.master_is_params ? nullptr
+                      : g.params.on_device() ? g.params_at(lo)
+                                             : device_params_out_.data();
   for_each_tensor(*g.spec, lo, n, [&](std::size_t off, std::size_t cnt, bool decay) {
     AdamStep s = adam;
     s.weight_decay = decay ? wd : 0.0f;
     be_.adamw(stream_, g.master_at(begin + off), g.m.data() + begin + off, g.v.data() + begin + off,
               g.grad_at(begin + off), cnt, s, out ? out + off * es : nullptr, g.working);
   });
-  if (on_device(gp.params_home)) return;
+  if (g.params.on_device()) return;
   // The shard lives off the device: bring the updated working params down to it.
-  void* dst =
-      in_host_memory(gp.params_home) ? static_cast<void*>(g.params_at(lo)) : param_swap_->writeback_buffer();
+  void* dst = g.params.in_host_memory() ? static_cast<void*>(g.params_at(lo)) : param_swap_->writeback_buffer();
   computed_->record(stream_);
   computed_->wait(*down_);
   be_.copy_async(*down_, dst, out, n * es);
   down_done_->record(*down_);
   down_done_->synchronize();  // `out` is reused by the next piece; the write-back reads `dst`
-  if (in_file(gp.params_home)) param_swap_->commit(g.index, begin, n);
+  if (g.params.in_file()) param_swap_->commit(g.index, begin, n);
 }
 
 void OptimizerStep::update_on_host(GroupState& g, std::size_t begin, std::size_t n, float* p, float* m,
                                    float* v, const AdamStep& adam, float wd) {
   const GroupPlacement& gp = *g.place;
   const std::size_t lo = gp.opt_range.offset + begin, es = dtype_size(g.working);
-  // Host pointers to every array the CPU Adam reads: the host tier's own, or device arrays staged down.
+  // Host pointers to every array the CPU Adam reads: each array's own, or staged down by it.
   bool staged = false;
-  auto host = [&](Tier home, float* dev_or_host, Buffer<float>& staging) -> float* {
-    if (in_host_memory(home)) return dev_or_host;
-    be_.copy_async(*down_, staging.data(), dev_or_host, n * sizeof(float));
-    staged = true;
-    return staging.data();
-  };
-  const float* gr = host(gp.grad_home, g.grad_at(begin), stage_grad_);
+  const float* gr = g.grad.for_host(be_, *down_, g.grad_at(begin), n, stage_grad_.data(), staged);
   if (!p) {  // not streamed from NVMe
-    p = host(gp.master_home, g.master_at(begin), stage_master_);
-    m = host(gp.m_home, g.m.data() + begin, stage_m_);
-    v = host(gp.v_home, g.v.data() + begin, stage_v_);
+    p = g.master.for_host(be_, *down_, g.master_at(begin), n, stage_master_.data(), staged);
+    m = g.m.for_host(be_, *down_, g.m.data() + begin, n, stage_m_.data(), staged);
+    v = g.v.for_host(be_, *down_, g.v.data() + begin, n, stage_v_.data(), staged);
   }
   if (staged) {
     down_done_->record(*down_);
     down_done_->synchronize();
   }
-  std::uint8_t* out = in_host_memory(gp.params_home) ? g.params_at(lo)
-                      : in_file(gp.params_home)
-                          ? static_cast<std::uint8_t*>(param_swap_->writeback_buffer())
-                          : stage_params_.data();
+  std::uint8_t* out = g.params.in_host_memory() ? g.params_at(lo)
+                      : g.params.in_file()        ? static_cast<std::uint8_t*>(param_swap_->writeback_buffer())
+                                                  : stage_params_.data();
   group_adamw(*g.spec, lo, n, p, m, v, gr, out, g.working, adam, wd);
   // Staged arrays go back up, the working params to where they live.
   bool up = false;
-  auto back = [&](Tier home, float* dst, const float* src) {
-    if (!on_device(home) || optimizer_swap_) return;
-    be_.copy_async(*up_, dst, src, n * sizeof(float));
-    up = true;
-  };
-  back(gp.master_home, g.master_at(begin), p);
-  back(gp.m_home, g.m.data() + begin, m);
-  back(gp.v_home, g.v.data() + begin, v);
-  if (on_device(gp.params_home)) {
-    be_.copy_async(*up_, g.params_at(lo), out, n * es);
-    up = true;
+  if (!optimizer_swap_) {  // states streamed from NVMe go back through the swapper's ring
+    up |= g.master.back_from_host(be_, *up_, g.master_at(begin), p, n);
+    up |= g.m.back_from_host(be_, *up_, g.m.data() + begin, m, n);
+    up |= g.v.back_from_host(be_, *up_, g.v.data() + begin, v, n);
   }
-  if (in_file(gp.params_home)) param_swap_->commit(g.index, begin, n);
+  up |= g.params.back_from_host(be_, *up_, g.params_at(lo), out, n * es);
+  if (g.params.in_file()) param_swap_->commit(g.index, begin, n);
   if (up) {  // the staging is reused by the next piece, and the compute stream reads what went up
     up_done_->record(*up_);
     up_done_->synchronize();
@@ -296,12 +282,7 @@ void OptimizerStep::launch_regathers() {
 }
 
 void OptimizerStep::zero_grads() {
-  for (GroupState& g : groups_) {
-    if (in_host_memory(g.place->grad_home))
-      host_zero(g.grad.data(), g.grad_count());
-    else
-      be_.memset_async(stream_, g.grad.data(), 0, g.grad_count() * sizeof(float));
-  }
+  for (GroupState& g : groups_) g.grad.zero(be_, stream_, g.grad_count());
 }
 
 }  // namespace tz

@@ -63,14 +63,15 @@ std::vector<BufferSpec> ParamGatherer::buffers(const GatherPlan& plan, DType dty
 }
 
 ParamGatherer::ParamGatherer(Device& dev, Stream& stream, Communicator& comm, const ShardMap& map,
-                             const Placement& place, const GatherPlan& plan, std::vector<const void*> shard,
+                             const Placement& place, const GatherPlan& plan,
+                             std::vector<const PlacedArray<std::uint8_t>*> params,
                              ParamSwapper* nvme, std::size_t prefetch_elems, PlannedBuffers& planned)
     : dev_(dev),
       stream_(stream),
       comm_(comm),
       map_(map),
       place_(place),
-      shard_(std::move(shard)),
+      params_(std::move(params)),
       nvme_(nvme),
       prefetch_elems_(prefetch_elems),
       held_group_(plan.held_group),
@@ -111,11 +112,12 @@ void ParamGatherer::launch_gather(Slot& slot) {
   std::uint8_t* mine = slot.mem.data() + std::size_t(map_.rank()) * bytes;
   // A device shard is gathered straight from where it lives; a host or NVMe one is first copied up
   // into this rank's part of the slot and gathered in place.
-  if (on_device(place_.groups[g].params_home)) {
-    slot.work = comm_.all_gather(shard_[g], slot.mem.data(), count, place_.working);
+  const PlacedArray<std::uint8_t>& shard = *params_[g];
+  if (shard.on_device()) {
+    slot.work = comm_.all_gather(shard.data(), slot.mem.data(), count, place_.working);
     return;
   }
-  const void* src = in_host_memory(place_.groups[g].params_home) ? shard_[g] : slot.staging.data();
+  const void* src = shard.in_host_memory() ? shard.data() : slot.staging.data();
   slot.free->wait(*up_);  // the kernels that read the slot's previous group are done with it
   dev_.backend().copy_async(*up_, mine, src, bytes);
   copied_->record(*up_);
@@ -126,7 +128,7 @@ void ParamGatherer::launch_gather(Slot& slot) {
 void ParamGatherer::start_gather(int g, int s) {
   Slot& slot = slots_[s];
   slot.group = g;
-  if (in_file(place_.groups[g].params_home)) {
+  if (params_[g]->in_file()) {  // staged by the parameter swapper first
     slot.fetch = nvme_->fetch(g, slot.staging.data());
     slot.fetching = true;
     pending_.push_back({s, acquires_});

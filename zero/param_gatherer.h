@@ -19,6 +19,7 @@
 #include "zero/param_swapper.h"
 #include "zero/placement.h"
 #include "zero/shard_map.h"
+#include "zero/placed_array.h"
 
 namespace tz {
 
@@ -35,10 +36,11 @@ GatherPlan plan_gathers(const ShardMap& map, const Placement& place, const ZeroO
 
 class ParamGatherer {
  public:
-  // shard(g): where this rank's shard of sharded group g lives (device or host memory; null on NVMe,
-  // where `nvme` reads it). The slots ("gathered parameters ...") and NVMe staging come from `planned`.
+  // params[g]: this rank's shard of group g's working params, which knows where it lives (device or host
+  // memory, or an NVMe store that `nvme` reads it from). The slots ("gathered parameters ...") and NVMe
+  // staging come from `planned`.
   ParamGatherer(Device& dev, Stream& stream, Communicator& comm, const ShardMap& map, const Placement& place,
-                const GatherPlan& plan, std::vector<const void*> shard, ParamSwapper* nvme,
+                const GatherPlan& plan, std::vector<const PlacedArray<std::uint8_t>*> params, ParamSwapper* nvme,
                 std::size_t prefetch_elems, PlannedBuffers& planned);
   ~ParamGatherer();
 
@@ -91,7 +93,7 @@ class ParamGatherer {
   Communicator& comm_;
   const ShardMap& map_;
   const Placement& place_;
-  std::vector<const void*> shard_;
+  std::vector<const PlacedArray<std::uint8_t>*> params_;
   ParamSwapper* nvme_;
   std::size_t prefetch_elems_;
   int held_group_ = -1;

@@ -157,7 +157,7 @@ void SpeculativeAdam::update(const Task& t) {
   std::memcpy(saved(t.g, 0), g.master_at(0), count * sizeof(float));
   std::memcpy(saved(t.g, 1), g.m.data(), count * sizeof(float));
   std::memcpy(saved(t.g, 2), g.v.data(), count * sizeof(float));
-  const bool host_params = in_host_memory(gp.params_home);
+  const bool host_params = g.params.in_host_memory();
   if (host_params) std::memcpy(saved_working(t.g), g.params_at(gp.opt_range.offset), count * es);
   for (std::size_t b = 0; b < count; b += plan_.update_chunk) {
     const std::size_t n = std::min(plan_.update_chunk, count - b), lo = gp.opt_range.offset + b;
@@ -179,14 +179,14 @@ void SpeculativeAdam::roll_back(int g) {
   std::memcpy(s.master_at(0), saved(g, 0), count * sizeof(float));
   std::memcpy(s.m.data(), saved(g, 1), count * sizeof(float));
   std::memcpy(s.v.data(), saved(g, 2), count * sizeof(float));
-  if (in_host_memory(gp.params_home))
+  if (s.params.in_host_memory())
     std::memcpy(s.params_at(gp.opt_range.offset), saved_working(g), count * dtype_size(s.working));
   state_[g] = State::idle;
   ++rolled_back_;
 }
 
 const std::uint8_t* SpeculativeAdam::working_out(int g) {
-  return on_device(groups_[g].place->params_home) ? saved_working(g) : nullptr;
+  return groups_[g].params.on_device() ? saved_working(g) : nullptr;
 }
 
 void SpeculativeAdam::reset() { std::fill(state_.begin(), state_.end(), State::idle); }

@@ -29,7 +29,7 @@ struct Fixture {
   std::unique_ptr<Stream> stream = dev->create_stream();
   testing::RecordingComm comm{kWorld, kRank};
   std::unique_ptr<PlannedBuffers> planned;
-  std::vector<Buffer<float>> shards;
+  std::vector<PlacedArray<std::uint8_t>> shards;
   std::unique_ptr<ParamGatherer> gatherer;
 
   // Every group sharded (persistence 0) unless `persistence` says otherwise; shards on `home`.
@@ -44,12 +44,13 @@ struct Fixture {
     for (int g = 0; g < map.groups(); ++g)
       specs.push_back({"shard " + std::to_string(g), "test", tier_memory(home), map.group(g).shard_count * 4});
     planned = std::make_unique<PlannedBuffers>(*dev, specs);
-    std::vector<const void*> where;
+    shards.reserve(std::size_t(map.groups()));  // `where` points into it
+    std::vector<const PlacedArray<std::uint8_t>*> where;
     for (int g = 0; g < map.groups(); ++g) {
-      shards.push_back(planned->take<float>("shard " + std::to_string(g)));
+      shards.emplace_back(home, planned->take<std::uint8_t>("shard " + std::to_string(g)));
       const std::vector<float> v = values(g);
       dev->backend().copy_async(*stream, shards.back().data(), v.data(), v.size() * 4);
-      where.push_back(shards.back().data());
+      where.push_back(&shards.back());
     }
     stream->synchronize();
     gatherer = std::make_unique<ParamGatherer>(*dev, *stream, comm, map, place, plan, where, nullptr, prefetch,
