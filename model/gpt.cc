@@ -102,12 +102,7 @@ std::vector<BufferSpec> Gpt::buffers(const ModelConfig& cfg, ModelShape s, DType
   return v;
 }
 
-std::vector<int> Gpt::gradient_order(const ParamLayout& layout) {
-  std::vector<int> order{layout.final_norm_group()};
-  for (int l = int(layout.groups.size()) - 3; l >= 0; --l) order.push_back(layout.block_group(l));
-  order.push_back(layout.embedding_group());
-  return order;
-}
+std::vector<int> Gpt::gradient_order(const ParamLayout& layout) { return layout.backward_order(); }
 
 Gpt::Gpt(Device& dev, const ModelConfig& cfg, ModelShape shape, DType dt, ActivationCheckpointing ckpt,
          MemoryKind ckpt_kind)

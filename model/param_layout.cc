@@ -29,6 +29,13 @@ void ParamLayout::add_group(GroupSpec g) {
 
 ParamLayout ParamLayout::build(const ModelConfig& cfg) { return model_family(cfg).layout(cfg); }
 
+std::vector<int> ParamLayout::backward_order() const {
+  std::vector<int> order{final_norm_group()};
+  for (int l = int(groups.size()) - 3; l >= 0; --l) order.push_back(block_group(l));
+  order.push_back(embedding_group());
+  return order;
+}
+
 const TensorSpec* ParamLayout::find(const std::string& name, int* group) const {
   for (std::size_t gi = 0; gi < groups.size(); ++gi)
     for (auto& t : groups[gi].tensors)

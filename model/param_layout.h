@@ -56,6 +56,10 @@ struct ParamLayout {
   int block_group(int layer) const { return 1 + layer; }
   int final_norm_group() const { return int(groups.size()) - 1; }
 
+  // The order a backward pass finishes the groups' gradients in, for families whose blocks run between the
+  // embedding and the final norm: the final norm, the blocks from the last to the first, the embedding.
+  std::vector<int> backward_order() const;
+
   // Finds a tensor by its name (TensorSpec::name); null when absent.
   const TensorSpec* find(const std::string& name, int* group = nullptr) const;
 };
