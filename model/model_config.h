@@ -27,6 +27,20 @@ struct ModelConfig {
   int padded_vocab_size = 50304;  // rows of the token embedding; padding rows never get probability mass
   int max_seq_len = 1024;         // the longest sequence (GPT-2: rows of its position table)
 
+  // What other families read (GPT-2 leaves them at these values). Hugging Face's names in brackets.
+  int n_kv_head = 0;              // key-value heads [num_key_value_heads]; 0: n_head
+  int head_dim = 0;               // [head_dim]; 0: n_embd / n_head
+  int ffn_dim = 0;                // the MLP's hidden width [intermediate_size]; 0: the family's rule
+  double norm_eps = 1e-5;         // [rms_norm_eps]
+  double rope_theta = 10000;      // [rope_theta]
+  // [rope_scaling] of type "llama3" (Llama 3.1): factor > 0 turns it on.
+  double rope_factor = 0, rope_low_freq_factor = 1, rope_high_freq_factor = 4;
+  int rope_original_max_seq_len = 0;  // [original_max_position_embeddings]
+  bool tied_head = true;          // the LM head is the token embedding [tie_word_embeddings]
+  bool qkv_bias = false;          // q, k and v projections with biases (Qwen2; Llama's attention_bias)
+  bool o_bias = false;            // the attention output projection with a bias (Llama's attention_bias)
+  bool mlp_bias = false;          // the MLP's projections with biases [mlp_bias]
+
   // Rounds the vocabulary up to a multiple of 128 (50257 -> 50304 as llm.c; 256 stays 256).
   static int pad_vocab(int vocab);
   // The family's checks: throws tz::Error naming the bad field and its flag (e.g. n_embd not divisible by

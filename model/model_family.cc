@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "model/gpt_family.h"
+#include "model/llama_family.h"
 
 namespace tz {
 namespace {
@@ -30,6 +31,7 @@ Registry& registry() {
   static Registry* r = [] {
     auto* reg = new Registry;  // never destroyed: models may outlive static destruction order
     add(*reg, make_gpt2_family());
+    add(*reg, make_llama_family());
     return reg;
   }();
   return *r;

@@ -63,10 +63,11 @@ TEST(ModelFamily, UnknownFamiliesAndPresetsAreRefusedNamingTheKnownOnes) {
   c.family = "llama-from-the-future";
   const std::string e = error_message([&] { c.validate(); });
   EXPECT_TRUE(has(e, "unknown model family 'llama-from-the-future'")) << e;
-  EXPECT_TRUE(has(e, "gpt2, test-gpt")) << e;
+  EXPECT_TRUE(has(e, "gpt2, llama, test-gpt")) << e;
   const std::string p = error_message([] { model_preset("gpt5"); });
   EXPECT_TRUE(has(p, "unknown model preset 'gpt5'")) << p;
-  EXPECT_TRUE(has(p, "tiny, gpt2, gpt2-medium, gpt2-large, gpt2-xl, test-tiny")) << p;
+  EXPECT_TRUE(has(p, "tiny, gpt2, gpt2-medium, gpt2-large, gpt2-xl, llama-tiny, llama3.2-1b")) << p;
+  EXPECT_TRUE(has(p, "mistral-7b, test-tiny")) << p;
 }
 
 // A family whose name is new but whose preset is GPT-2's "tiny".
@@ -84,7 +85,7 @@ TEST(ModelFamily, ARegistrationWhoseNameOrPresetIsTakenIsRefused) {
   const std::string taken = error_message([] { register_model_family(std::make_unique<TakesTiny>()); });
   EXPECT_TRUE(has(taken, "model preset 'tiny' of family 'takes-tiny' is taken by family 'gpt2'")) << taken;
   // Neither was registered.
-  EXPECT_EQ(model_family_names(), (std::vector<std::string>{"gpt2", "test-gpt"}));
+  EXPECT_EQ(model_family_names(), (std::vector<std::string>{"gpt2", "llama", "test-gpt"}));
 }
 
 }  // namespace

@@ -1,0 +1,282 @@
+// The Llama family's record. Presets are the published config.json values of each model.
+#include "model/llama_family.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+#include "core/backend.h"
+#include "core/error.h"
+#include "model/llama_layout.h"
+#include "model/seeded_normal.h"
+
+namespace tz {
+namespace {
+
+constexpr const char* kActs = "activations and scratch";
+constexpr std::size_t kLogitsChunkBytes = std::size_t(64) << 20;  // as GPT-2's LM head
+
+struct Preset {
+  const char* name;
+  int layers, heads, kv_heads, width, head_dim, ffn, vocab, positions;
+  double theta, eps, rope_factor;  // rope_factor 0: no rope_scaling
+  bool tied, qkv_bias;
+};
+
+// Llama 3.1 and 3.2 (rope_scaling "llama3": low 1, high 4, original 8192), Qwen2.5 (q/k/v biases), and
+// Mistral-7B-v0.3 (no sliding window); llama-tiny for tests.
+constexpr Preset kPresets[] = {
+    {"llama-tiny", 2, 4, 2, 64, 16, 160, 256, 64, 10000, 1e-5, 0, false, false},
+    {"llama3.2-1b", 16, 32, 8, 2048, 64, 8192, 128256, 131072, 500000, 1e-5, 32, true, false},
+    {"llama3.2-3b", 28, 24, 8, 3072, 128, 8192, 128256, 131072, 500000, 1e-5, 32, true, false},
+    {"llama3.1-8b", 32, 32, 8, 4096, 128, 14336, 128256, 131072, 500000, 1e-5, 8, false, false},
+    {"llama3.1-70b", 80, 64, 8, 8192, 128, 28672, 128256, 131072, 500000, 1e-5, 8, false, false},
+    {"qwen2.5-0.5b", 24, 14, 2, 896, 64, 4864, 151936, 32768, 1000000, 1e-6, 0, true, true},
+    {"qwen2.5-7b", 28, 28, 4, 3584, 128, 18944, 152064, 131072, 1000000, 1e-6, 0, false, true},
+    {"mistral-7b", 32, 32, 8, 4096, 128, 14336, 32768, 32768, 1000000, 1e-5, 0, false, false},
+};
+
+class LlamaFamily final : public ModelFamily {
+ public:
+  std::string name() const override { return "llama"; }
+
+  std::vector<std::string> preset_names() const override {
+    std::vector<std::string> v;
+    for (const Preset& p : kPresets) v.push_back(p.name);
+    return v;
+  }
+
+  ModelConfig preset(const std::string& name) const override {
+    for (const Preset& p : kPresets) {
+      if (name != p.name) continue;
+      ModelConfig c;
+      c.family = "llama";
+      c.n_layer = p.layers, c.n_head = p.heads, c.n_kv_head = p.kv_heads, c.n_embd = p.width;
+      c.head_dim = p.head_dim, c.ffn_dim = p.ffn, c.vocab_size = p.vocab, c.max_seq_len = p.positions;
+      c.padded_vocab_size = ModelConfig::pad_vocab(p.vocab);
+      c.rope_theta = p.theta, c.norm_eps = p.eps, c.tied_head = p.tied, c.qkv_bias = p.qkv_bias;
+      if (p.rope_factor > 0)
+        c.rope_factor = p.rope_factor, c.rope_low_freq_factor = 1, c.rope_high_freq_factor = 4,
+        c.rope_original_max_seq_len = 8192;
+      return c;
+    }
+    TZ_FAIL("unknown Llama-family preset '", name, "'");
+  }
+
+  void validate(const ModelConfig& c) const override {
+    auto in = [](int v, int lo, int hi) { return v >= lo && v <= hi; };
+    TZ_CHECK(in(c.n_layer, 1, kMaxLayers), "n_layer (--n-layer) must be in [1, ", kMaxLayers, "], got ", c.n_layer);
+    TZ_CHECK(in(c.n_embd, 1, kMaxWidth), "n_embd (--n-embd) must be in [1, ", kMaxWidth, "], got ", c.n_embd);
+    TZ_CHECK(in(c.n_head, 1, kMaxWidth), "n_head (--n-head) must be in [1, ", kMaxWidth, "], got ", c.n_head);
+    const LlamaDims d = LlamaDims::of(c);  // 0 for the key-value heads or head_dim: Hugging Face's defaults
+    TZ_CHECK(in(d.KV, 1, c.n_head) && c.n_head % d.KV == 0, "num_key_value_heads (", d.KV,
+             ") must divide num_attention_heads (", c.n_head, ")");
+    TZ_CHECK(in(d.hd, 2, kMaxWidth) && d.hd % 2 == 0 && std::size_t(d.hd) * c.n_head <= 4u * kMaxWidth, "head_dim (",
+             d.hd, ") must be even, at least 2, and with num_attention_heads (", c.n_head, ") at most ",
+             4 * kMaxWidth, " wide");
+    TZ_CHECK(in(c.ffn_dim, 1, 4 * kMaxWidth), "intermediate_size (", c.ffn_dim, ") must be in [1, ", 4 * kMaxWidth, "]");
+    TZ_CHECK(in(c.vocab_size, 2, kMaxVocab), "vocab (--vocab) must be in [2, ", kMaxVocab, "], got ", c.vocab_size);
+    TZ_CHECK(c.padded_vocab_size >= c.vocab_size, "padded vocab (", c.padded_vocab_size, ") is smaller than vocab (",
+             c.vocab_size, ")");
+    TZ_CHECK(in(c.max_seq_len, 1, kMaxSeqLen), "seq-len (--seq-len) must be in [1, ", kMaxSeqLen, "], got ",
+             c.max_seq_len);
+    TZ_CHECK(std::isfinite(c.norm_eps) && c.norm_eps > 0, "rms_norm_eps must be a positive number, got ", c.norm_eps);
+    TZ_CHECK(std::isfinite(c.rope_theta) && c.rope_theta > 0, "rope_theta must be a positive number, got ",
+             c.rope_theta);
+    if (c.rope_factor != 0)
+      TZ_CHECK(std::isfinite(c.rope_factor) && c.rope_factor >= 1 && c.rope_low_freq_factor > 0 &&
+                   c.rope_high_freq_factor > c.rope_low_freq_factor && c.rope_original_max_seq_len >= 1,
+               "rope_scaling (llama3): factor ", c.rope_factor, ", low_freq_factor ", c.rope_low_freq_factor,
+               ", high_freq_factor ", c.rope_high_freq_factor, ", original_max_position_embeddings ",
+               c.rope_original_max_seq_len, " must have factor >= 1, 0 < low < high and a positive original length");
+  }
+
+  std::size_t num_parameters(const ModelConfig& c) const override { return count(c, c.padded_vocab_size); }
+  std::size_t num_parameters_unpadded(const ModelConfig& c) const override { return count(c, c.vocab_size); }
+
+  std::string describe(const ModelConfig& c) const override {
+    char rope[64] = "";
+    if (c.rope_factor > 0) std::snprintf(rope, sizeof rope, " (llama3 x%g)", c.rope_factor);
+    char b[320];
+    std::snprintf(b, sizeof b,
+                  "llama: %d layers, %d heads (%d key-value) of %d, %d wide, ffn %d, vocab %d (padded %d), %d "
+                  "positions, %s head%s, rope theta %g%s",
+                  c.n_layer, c.n_head, c.n_kv_head, c.head_dim, c.n_embd, c.ffn_dim, c.vocab_size,
+                  c.padded_vocab_size, c.max_seq_len, c.tied_head ? "tied" : "untied", c.qkv_bias ? ", qkv bias" : "",
+                  c.rope_theta, rope);
+    return b;
+  }
+
+  ParamLayout layout(const ModelConfig& c) const override { return llama_layout(c); }
+  std::vector<int> gradient_order(const ParamLayout& layout) const override { return layout.backward_order(); }
+
+  // The buffers its forward and backward will take, named and sized as GPT-2's are: per-block
+  // activation checkpoints; per block (every block without activation checkpointing, else one set) the
+  // two RMSNorms' outputs and reciprocal RMS, q, k and v after RoPE, the attention's output and saved
+  // state, the residual after attention, the MLP's gate, up and their product; the final norm, a chunk of
+  // logits, the losses and tokens; backward's scratch; RoPE's cos and sin tables; the low-precision copies
+  // and the matmul workspace.
+  std::vector<BufferSpec> buffers(const ModelConfig& c, ModelShape s, DType dt, ActivationCheckpointing ckpt,
+                                  MemoryKind ckpt_kind, DeviceKind device) const override {
+    const LlamaDims d = LlamaDims::of(c);
+    const std::size_t B = s.B, T = s.T, BT = B * T, C = d.C, Q = std::size_t(d.H) * d.hd,
+                      KV = std::size_t(d.KV) * d.hd, I = d.I, Vp = c.padded_vocab_size;
+    const std::size_t rows = logits_rows(c, s);
+    std::vector<BufferSpec> v;
+    auto f = [&](std::string name, std::size_t floats) {
+      v.push_back({std::move(name), kActs, MemoryKind::device, floats * 4});
+    };
+    for (int l = 0; l <= c.n_layer; ++l)
+      v.push_back({ActivationCheckpoints::checkpoint_name(l),
+                   ckpt_kind == MemoryKind::device ? kActs : "activation checkpoints", ckpt_kind, BT * C * 4});
+    for (int i = 0; i < ActivationCheckpoints::staging_count(ckpt_kind, ckpt); ++i)
+      f(ActivationCheckpoints::staging_name(i), BT * C);
+    const int sets = ckpt == ActivationCheckpointing::off ? c.n_layer : 1;
+    for (int i = 0; i < sets; ++i) {
+      const std::string n = " [" + std::to_string(i) + "]";
+      f("activations norm1" + n, BT * C);
+      f("activations norm1 rstd" + n, BT);
+      f("activations q" + n, BT * Q);
+      f("activations k" + n, BT * KV);
+      f("activations v" + n, BT * KV);
+      f("activations attention output" + n, BT * Q);
+      f("activations attention probabilities" + n, attention_saved_floats(device, B, d.H, T));
+      f("activations residual after attention" + n, BT * C);
+      f("activations norm2" + n, BT * C);
+      f("activations norm2 rstd" + n, BT);
+      f("activations mlp gate" + n, BT * I);
+      f("activations mlp up" + n, BT * I);
+      f("activations mlp hidden" + n, BT * I);
+    }
+    f("activations final norm", BT * C);
+    f("activations final norm rstd", BT);
+    f("activations logits", rows * Vp);
+    f("activations losses", BT);
+    f("activations input tokens", BT);  // int32
+    f("activations target tokens", BT);
+    f("activations rope tables", 2 * T * (d.hd / 2));
+    f("activations residual gradient", BT * C);
+    f("activations norm gradient", BT * C);
+    f("activations attention output gradient", BT * Q);
+    f("activations qkv gradient", BT * (Q + 2 * KV));
+    f("activations mlp gradient", 2 * BT * I);
+    f("activations attention probability gradient", attention_scratch_floats(device, B, d.H, T));
+    const std::size_t widest = std::max({C, Q, I});
+    if (dt != DType::f32) {
+      v.push_back({"activations low-precision matmul input", kActs, MemoryKind::device, BT * widest * 2});
+      v.push_back({"activations low-precision gradient", kActs, MemoryKind::device,
+                   std::max(rows * Vp, BT * widest) * 2});
+    }
+    std::size_t ws = 0;
+    for (const GemmShape& g : gemm_shapes(c, s)) ws = std::max(ws, gemm_workspace_floats(device, dt, g));
+    if (ws) v.push_back({"matmul workspace", "matmul workspace", MemoryKind::device, ws * 4});
+    return v;
+  }
+
+  double activation_bytes_bound(const ModelConfig& c, ModelShape s) const override {
+    const LlamaDims d = LlamaDims::of(c);
+    const double L = c.n_layer, C = d.C, Q = double(d.H) * d.hd, I = d.I, H = d.H, V = c.padded_vocab_size;
+    const double B = s.B, T = s.T;
+    return 8 * ((L + 2) * (B * T * (8 * C + 8 * Q + 6 * I + 8) + 2 * B * H * T * T) + 3 * B * T * V);
+  }
+
+  // 6 per parameter the products read (every block matrix, and the head: the tied embedding, or lm_head;
+  // the untied embedding is a lookup), and attention's 12 x layers x heads x head_dim x T.
+  double flops_per_token(const ModelConfig& c, int T) const override {
+    const LlamaDims d = LlamaDims::of(c);
+    const double lookup = c.tied_head ? 0.0 : double(c.padded_vocab_size) * d.C;
+    const double N = double(c.num_parameters()) - lookup;
+    return 6.0 * N + 12.0 * c.n_layer * double(d.H) * d.hd * T;
+  }
+
+  std::string flops_formula() const override {
+    return "6 * N + 12 * n_layer * n_head * head_dim * seq_len per token, N = params excluding an untied "
+           "embedding (a lookup)";
+  }
+
+  // Hugging Face's LlamaPreTrainedModel: every matrix and the embeddings ~ N(0, 0.02) (padded vocabulary
+  // rows 0), biases 0, RMSNorm weights 1.
+  void init_group(const ModelConfig& c, const ParamLayout& layout, std::uint64_t seed, int g,
+                  std::vector<float>& values) const override {
+    values.assign(layout.groups[g].count, 0.0f);
+    for (const TensorSpec& t : layout.groups[g].tensors) {
+      float* p = values.data() + t.offset;
+      if (t.shape.size() == 1) {
+        if (!t.name.ends_with(".bias"))
+          for (std::size_t i = 0; i < t.count; ++i) p[i] = 1.0f;
+        continue;
+      }
+      const std::uint64_t h = tensor_stream(seed, t.name);
+      std::size_t n = 1;
+      for (auto dim : t.hf_shape) n *= std::size_t(dim);  // the embeddings' padded rows stay 0
+#pragma omp parallel for schedule(static)
+      for (std::size_t i = 0; i < n; ++i) p[i] = float(normal_at(h, i) * 0.02);
+    }
+  }
+
+  std::string unavailable() const override {
+    return "training the Llama family is not built yet (its forward and backward come next); `tierzero plan` "
+           "plans it";
+  }
+
+  std::unique_ptr<Model> make(Device&, const ModelConfig&, ModelShape, DType, ActivationCheckpointing,
+                              PlannedBuffers&, MemoryKind) const override {
+    TZ_FAIL(unavailable());
+  }
+  ModelConfig config_from_safetensors(const std::string& path, int) const override {
+    TZ_FAIL("reading ", path, " as a Llama-family model is not built yet (Hugging Face folders come with the "
+            "family's forward and backward)");
+  }
+  void load_safetensors(const std::string& path, const ParamLayout&, std::vector<std::vector<float>>&,
+                        const SeenBytes&) const override {
+    TZ_FAIL("reading ", path, " as a Llama-family model is not built yet");
+  }
+  void save_safetensors(const std::string& path, const ParamLayout&, const std::vector<const float*>&,
+                        DType) const override {
+    TZ_FAIL("writing ", path, " as a Llama-family model is not built yet");
+  }
+
+ private:
+  static std::size_t count(const ModelConfig& c, int vocab_rows) {
+    const LlamaDims d = LlamaDims::of(c);
+    const std::size_t C = d.C, Q = std::size_t(d.H) * d.hd, KV = std::size_t(d.KV) * d.hd, I = d.I;
+    const std::size_t block = 2 * C + C * Q + 2 * C * KV + Q * C + 3 * C * I + (c.qkv_bias ? Q + 2 * KV : 0) +
+                              (c.o_bias ? C : 0) + (c.mlp_bias ? 2 * I + C : 0);
+    return std::size_t(vocab_rows) * C * (c.tied_head ? 1 : 2) + std::size_t(c.n_layer) * block + C;
+  }
+
+  static std::size_t logits_rows(const ModelConfig& c, ModelShape s) {
+    const std::size_t BT = std::size_t(s.B) * s.T, row = std::size_t(c.padded_vocab_size) * sizeof(float);
+    std::size_t rows = std::clamp<std::size_t>(kLogitsChunkBytes / row, 1, BT);
+    if (s.max_logits_rows > 0) rows = std::min<std::size_t>(rows, std::size_t(s.max_logits_rows));
+    return rows;
+  }
+
+  // Every product forward and backward will run ([out, in] weights: x W^T), for the matmul workspace.
+  static std::vector<GemmShape> gemm_shapes(const ModelConfig& c, ModelShape s) {
+    const LlamaDims d = LlamaDims::of(c);
+    const int BT = s.B * s.T, C = d.C, Q = d.H * d.hd, KV = d.KV * d.hd, I = d.I, Vp = c.padded_vocab_size;
+    const int R = int(logits_rows(c, s));
+    const Trans N = Trans::no, T = Trans::yes;
+    std::vector<GemmShape> v;
+    for (auto [in, out] : {std::pair{C, Q}, {C, KV}, {Q, C}, {C, I}, {I, C}}) {
+      v.push_back({N, T, BT, out, in});  // forward
+      v.push_back({N, N, BT, in, out});  // input gradient
+      v.push_back({T, N, out, in, BT});  // weight gradient
+    }
+    std::vector<int> rows{R};
+    if (BT % R) rows.push_back(BT % R);
+    for (int r : rows) {
+      v.push_back({N, T, r, Vp, C});
+      v.push_back({N, N, r, C, Vp});
+      v.push_back({T, N, Vp, C, r});
+    }
+    return v;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<ModelFamily> make_llama_family() { return std::make_unique<LlamaFamily>(); }
+
+}  // namespace tz

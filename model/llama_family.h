@@ -1,0 +1,15 @@
+// The Llama family (Llama 3.x, Qwen2.5, Mistral) as a model family record: presets with their published
+// shapes, shape rules, Hugging Face's parameter counts, the layout, the buffers its model will take, FLOPs
+// per token and seeded initialisation, so `tierzero plan` plans these models. Training them is not built
+// yet (no forward and backward): the record says so (ModelFamily::unavailable) and `train` refuses.
+#pragma once
+
+#include <memory>
+
+#include "model/model_family.h"
+
+namespace tz {
+
+std::unique_ptr<ModelFamily> make_llama_family();
+
+}  // namespace tz
