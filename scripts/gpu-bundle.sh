@@ -73,6 +73,13 @@ for e in "${exes[@]}"; do
     [[ -e "$G/lib/$name" ]] || cp -L "$path" "$G/lib/$name"
   done < <(ldd "$e")
 done
+# cuBLASLt is loaded at the first cuda device (core/cuda/cublaslt_api.h), not linked: take it, and cuBLAS
+# beside it (run.sh looks for the pair, as the toolkit ships them), from the folder the build found it in.
+cublas_dir=$(dirname "$(cache_value CUDA_cublasLt_LIBRARY)")
+for so in libcublas.so.13 libcublasLt.so.13; do
+  [[ -e "$cublas_dir/$so" ]] || fail "$so is not in $cublas_dir, where the build found cuBLASLt"
+  nvidia_paths[$so]=$cublas_dir/$so
+done
 for so in libcublas.so.13 libcublasLt.so.13 libnccl.so.2; do
   [[ -n "${nvidia_paths[$so]:-}" ]] || fail "no executable links $so: the build is not what this script expects"
 done

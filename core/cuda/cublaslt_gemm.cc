@@ -38,32 +38,32 @@ cublasOperation_t op(Trans t) { return t == Trans::yes ? CUBLAS_OP_T : CUBLAS_OP
 cublasLtMatrixLayout_t layout(cudaDataType_t type, int rows, int cols) {
   cublasLtMatrixLayout_t l = nullptr;
   TZ_CUBLAS_CHECK(
-      cublasLtMatrixLayoutCreate(&l, type, std::uint64_t(rows), std::uint64_t(cols), std::int64_t(rows)));
+      cublaslt().layout_create(&l, type, std::uint64_t(rows), std::uint64_t(cols), std::int64_t(rows)));
   return l;
 }
 
 }  // namespace
 
 CublasLtGemm::CublasLtGemm(Allocator& device_memory, Tf32 tf32) : tf32_(tf32) {
-  TZ_CUBLAS_CHECK(cublasLtCreate(&handle_));
+  TZ_CUBLAS_CHECK(cublaslt().create(&handle_));
   try {
     workspace_ = Buffer<std::byte>(device_memory, kCudaGemmWorkspaceBytes, "cuBLASLt workspace");
     TZ_CUDA_CHECK(cudaEventCreateWithFlags(&last_done_, cudaEventDisableTiming));
   } catch (...) {
-    cublasLtDestroy(handle_);
+    cublaslt().destroy(handle_);
     throw;
   }
 }
 
 CublasLtGemm::~CublasLtGemm() {
   for (auto& [key, p] : plans_) {
-    cublasLtMatrixLayoutDestroy(p.a);
-    cublasLtMatrixLayoutDestroy(p.b);
-    cublasLtMatrixLayoutDestroy(p.c);
-    cublasLtMatmulDescDestroy(p.op);
+    cublaslt().layout_destroy(p.a);
+    cublaslt().layout_destroy(p.b);
+    cublaslt().layout_destroy(p.c);
+    cublaslt().desc_destroy(p.op);
   }
   if (last_done_) cudaEventDestroy(last_done_);
-  if (handle_ && cublasLtDestroy(handle_) != CUBLAS_STATUS_SUCCESS) log_line("cublasLtDestroy failed");
+  if (handle_ && cublaslt().destroy(handle_) != CUBLAS_STATUS_SUCCESS) log_line("cublasLtDestroy failed");
 }
 
 const CublasLtGemm::Plan& CublasLtGemm::plan(Trans ta, Trans tb, int M, int N, int K, CView A, CView B,
@@ -78,58 +78,58 @@ const CublasLtGemm::Plan& CublasLtGemm::plan(Trans ta, Trans tb, int M, int N, i
       A.dtype == DType::f32 && tf32_ == Tf32::on ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   Plan p;
   try {
-    TZ_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.op, compute, CUDA_R_32F));
+    TZ_CUBLAS_CHECK(cublaslt().desc_create(&p.op, compute, CUDA_R_32F));
     // cuBLAS's first operand is op(B)^T: B stored [K,N] (no) is column-major N x K; stored [N,K] (yes) is
     // column-major K x N, transposed by the op. Likewise its second operand op(A)^T from A.
     const cublasOperation_t op_first = op(tb), op_second = op(ta);
     TZ_CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof(op_first)));
+        cublaslt().desc_set(p.op, CUBLASLT_MATMUL_DESC_TRANSA, &op_first, sizeof(op_first)));
     TZ_CUBLAS_CHECK(
-        cublasLtMatmulDescSetAttribute(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof(op_second)));
+        cublaslt().desc_set(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof(op_second)));
     p.a = tb == Trans::no ? layout(in, N, K) : layout(in, K, N);
     p.b = ta == Trans::no ? layout(in, K, M) : layout(in, M, K);
     p.c = layout(CUDA_R_32F, N, M);
 
     cublasLtMatmulPreference_t pref = nullptr;
-    TZ_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    TZ_CUBLAS_CHECK(cublaslt().pref_create(&pref));
     cublasLtMatmulHeuristicResult_t result{};
     int found = 0;
     try {
       const std::uint64_t ws = workspace_.bytes();
       const std::uint32_t al[4] = {std::uint32_t(align_b), std::uint32_t(align_a), std::uint32_t(align_c),
                                    std::uint32_t(align_c)};
-      TZ_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+      TZ_CUBLAS_CHECK(cublaslt().pref_set(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
                                                            &ws, sizeof(ws)));
-      TZ_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
+      TZ_CUBLAS_CHECK(cublaslt().pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES,
                                                            &al[0], sizeof(al[0])));
-      TZ_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
+      TZ_CUBLAS_CHECK(cublaslt().pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES,
                                                            &al[1], sizeof(al[1])));
-      TZ_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
+      TZ_CUBLAS_CHECK(cublaslt().pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES,
                                                            &al[2], sizeof(al[2])));
-      TZ_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
+      TZ_CUBLAS_CHECK(cublaslt().pref_set(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES,
                                                            &al[3], sizeof(al[3])));
       // NOT_SUPPORTED: no algorithm fits; the check below names the product.
       const cublasStatus_t rc =
-          cublasLtMatmulAlgoGetHeuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
+          cublaslt().heuristic(handle_, p.op, p.a, p.b, p.c, p.c, pref, 1, &result, &found);
       if (rc == CUBLAS_STATUS_NOT_SUPPORTED)
         found = 0;
       else
         TZ_CUBLAS_CHECK(rc);
     } catch (...) {
-      cublasLtMatmulPreferenceDestroy(pref);
+      cublaslt().pref_destroy(pref);
       throw;
     }
-    cublasLtMatmulPreferenceDestroy(pref);
+    cublaslt().pref_destroy(pref);
     TZ_CHECK(found > 0, "cuBLASLt has no algorithm for a ", dtype_name(A.dtype), " product of M=", M,
              " N=", N, " K=", K, " (op ", ta == Trans::yes ? "T" : "N", tb == Trans::yes ? "T" : "N",
              ", pointer alignments ", align_a, "/", align_b, "/", align_c, " bytes) within a ",
              format_bytes(workspace_.bytes()), " workspace");
     p.algo = result.algo;
   } catch (...) {
-    if (p.a) cublasLtMatrixLayoutDestroy(p.a);
-    if (p.b) cublasLtMatrixLayoutDestroy(p.b);
-    if (p.c) cublasLtMatrixLayoutDestroy(p.c);
-    if (p.op) cublasLtMatmulDescDestroy(p.op);
+    if (p.a) cublaslt().layout_destroy(p.a);
+    if (p.b) cublaslt().layout_destroy(p.b);
+    if (p.c) cublaslt().layout_destroy(p.c);
+    if (p.op) cublaslt().desc_destroy(p.op);
     throw;
   }
   return plans_.emplace(key, p).first->second;
@@ -156,7 +156,7 @@ void CublasLtGemm::run(cudaStream_t s, Trans ta, Trans tb, int M, int N, int K, 
   const Plan& p = plan(ta, tb, M, N, K, A, B, C, acc);
   serialise_workspace(s);
   const float alpha = 1.0f, beta = acc == Accumulate::yes ? 1.0f : 0.0f;
-  TZ_CUBLAS_CHECK(cublasLtMatmul(handle_, p.op, &alpha, B.ptr, p.a, A.ptr, p.b, &beta, C, p.c, C, p.c,
+  TZ_CUBLAS_CHECK(cublaslt().matmul(handle_, p.op, &alpha, B.ptr, p.a, A.ptr, p.b, &beta, C, p.c, C, p.c,
                                  &p.algo, workspace_.data(), workspace_.bytes(), s));
   TZ_CUDA_CHECK(cudaEventRecord(last_done_, s));
 }

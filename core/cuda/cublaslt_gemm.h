@@ -14,15 +14,17 @@
 
 #include "core/allocator.h"
 #include "core/backend.h"
+#include "core/cuda/cublaslt_api.h"
 #include "core/cuda/cuda_device.h"
 #include "core/device.h"
 #include "core/error.h"
 
-#define TZ_CUBLAS_CHECK(call)                                                                     \
-  do {                                                                                            \
-    cublasStatus_t tz_cublas_rc_ = (call);                                                        \
-    TZ_CHECK_GEN("cuBLAS call failed", tz_cublas_rc_ == CUBLAS_STATUS_SUCCESS, #call,             \
-                 cublasGetStatusName(tz_cublas_rc_), ": ", cublasGetStatusString(tz_cublas_rc_)); \
+#define TZ_CUBLAS_CHECK(call)                                                                 \
+  do {                                                                                        \
+    cublasStatus_t tz_cublas_rc_ = (call);                                                    \
+    TZ_CHECK_GEN("cuBLAS call failed", tz_cublas_rc_ == CUBLAS_STATUS_SUCCESS, #call,         \
+                 ::tz::cuda::cublaslt().status_name(tz_cublas_rc_), ": ",                    \
+                 ::tz::cuda::cublaslt().status_string(tz_cublas_rc_));                       \
   } while (0)
 
 namespace tz::cuda {
