@@ -37,6 +37,16 @@ struct GemmShape {
   int M = 0, N = 0, K = 0;
 };
 
+// One causal attention's shape: B sequences of T positions, NH query heads and KVH key-value heads
+// (KVH divides NH; 1: multi-query) of hd channels each. qkv rows are [q: NH*hd | k: KVH*hd | v: KVH*hd].
+struct AttentionShape {
+  int B = 0, T = 0, NH = 0, KVH = 0, hd = 0;
+  static AttentionShape multi_head(int B, int T, int C, int NH) { return {B, T, NH, NH, NH > 0 ? C / NH : 0}; }
+  int qkv_width() const { return (NH + 2 * KVH) * hd; }
+  int out_width() const { return NH * hd; }
+  int group() const { return NH / KVH; }  // query heads per key-value head
+};
+
 // AdamW hyper-parameters for one step (PyTorch semantics: decoupled decay, bias correction).
 struct AdamStep {
   float lr = 0;
@@ -66,7 +76,8 @@ class Backend {
   // dbias[c] += sum_r dout[r, c].
   virtual void bias_backward(Stream& s, float* dbias, const float* dout, int rows, int cols) = 0;
 
-  // out[n] = embedding wte[tokens[n % (B*T)]] + wpe[t] for each of B*T positions, C channels.
+  // out[n] = embedding wte[tokens[n % (B*T)]] + wpe[t] for each of B*T positions, C channels; without a
+  // position table (wpe.ptr null, dwpe null: Llama) the token's row alone.
   virtual void encoder_forward(Stream& s, float* out, const std::int32_t* tokens, CView wte, CView wpe, int B, int T, int C) = 0;
   virtual void encoder_backward(Stream& s, float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
                                 int C) = 0;
@@ -82,15 +93,42 @@ class Backend {
   virtual void gelu_forward(Stream& s, float* out, const float* inp, std::size_t n) = 0;
   virtual void gelu_backward(Stream& s, float* dinp, const float* inp, const float* dout, std::size_t n) = 0;
 
-  // Causal multi-head self-attention. qkv is [B,T,3C] (q, k, v blocks of C, NH heads of C/NH); out is
-  // [B,T,C]. `saved` keeps what backward needs, attention_saved_floats(kind, B, NH, T) floats: the cpu
-  // backend keeps the softmax probabilities [B,NH,T,T], the cuda backend (fused, online softmax) only
-  // each row's log-sum-exp [B,NH,T] and recomputes the probabilities in backward.
-  virtual void attention_forward(Stream& s, float* out, float* saved, const float* qkv, int B, int T, int C, int NH) = 0;
-  // Writes dqkv (no accumulation). out and saved are forward's; scratch has
-  // attention_scratch_floats(kind, B, NH, T) floats.
+  // Causal multi-head self-attention with grouped-query heads (AttentionShape). qkv rows are [q | k | v];
+  // out is [B,T,NH*hd]. `saved` keeps what backward needs, attention_saved_floats(kind, B, NH, T) floats:
+  // the cpu backend keeps the softmax probabilities [B,NH,T,T], the cuda backend (fused, online softmax)
+  // only each row's log-sum-exp [B,NH,T] and recomputes the probabilities in backward. Repeated keys and
+  // values are never materialised: query head h reads key-value head h / (NH / KVH) where it lies.
+  virtual void attention_forward(Stream& s, float* out, float* saved, const float* qkv, const AttentionShape& a) = 0;
+  // Writes dqkv (no accumulation; a key-value head's gradient sums over its group of query heads). out and
+  // saved are forward's; scratch has attention_scratch_floats(kind, B, NH, T) floats.
   virtual void attention_backward(Stream& s, float* dqkv, float* scratch, const float* dout, const float* qkv,
-                                  const float* out, const float* saved, int B, int T, int C, int NH) = 0;
+                                  const float* out, const float* saved, const AttentionShape& a) = 0;
+  // GPT-2's shape: qkv [B,T,3C], NH heads of C/NH for queries, keys and values alike.
+  void attention_forward(Stream& s, float* out, float* saved, const float* qkv, int B, int T, int C, int NH) {
+    attention_forward(s, out, saved, qkv, AttentionShape::multi_head(B, T, C, NH));
+  }
+  void attention_backward(Stream& s, float* dqkv, float* scratch, const float* dout, const float* qkv,
+                          const float* out, const float* saved, int B, int T, int C, int NH) {
+    attention_backward(s, dqkv, scratch, dout, qkv, out, saved, AttentionShape::multi_head(B, T, C, NH));
+  }
+
+  // RMSNorm over C channels of N rows: out = inp * rstd * w with rstd = 1 / sqrt(mean(inp^2) + eps)
+  // (Hugging Face's LlamaRMSNorm in fp32); saves rstd for backward.
+  virtual void rmsnorm_forward(Stream& s, float* out, float* rstd, const float* inp, CView w, int N, int C,
+                               float eps) = 0;
+  // dinp += ..., dw += ...
+  virtual void rmsnorm_backward(Stream& s, float* dinp, float* dw, const float* dout, const float* inp, CView w,
+                                const float* rstd, int N, int C) = 0;
+  // Rotary position embedding in place, Hugging Face's rotate_half pairing (channel i with i + hd/2) of
+  // `heads` heads of hd channels from column 0 of each of N rows of `stride` floats. Row r is position
+  // r % T, whose angles come from `table`: cos [T, hd/2] then sin [T, hd/2]. inverse: the rotation by
+  // the negative angles (its transpose: backward's).
+  virtual void rope(Stream& s, float* x, const float* table, int N, int T, int heads, int hd, int stride,
+                    bool inverse) = 0;
+  // SwiGLU: out[N, I] = silu(gate) * up, gate_up rows [gate: I | up: I].
+  virtual void swiglu_forward(Stream& s, float* out, const float* gate_up, int N, int I) = 0;
+  // dgate_up[N, 2I] from dout[N, I] (no accumulation).
+  virtual void swiglu_backward(Stream& s, float* dgate_up, const float* gate_up, const float* dout, int N, int I) = 0;
 
   // out = a + b.
   virtual void add(Stream& s, float* out, const float* a, const float* b, std::size_t n) = 0;

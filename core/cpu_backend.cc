@@ -91,16 +91,20 @@ class CpuBackend final : public Backend {
 
   void encoder_forward(Stream&, float* out, const std::int32_t* tokens, CView wte, CView wpe, int B, int T, int C) override {
     DeviceAccess open{out, tokens, wte.ptr, wpe.ptr};
-    TZ_CHECK(wte.dtype == wpe.dtype, "wte and wpe must share a dtype");
+    TZ_CHECK(!wpe.ptr || wte.dtype == wpe.dtype, "wte and wpe must share a dtype");
     with_params(wte, [&](auto* te) {
       using P = std::remove_cv_t<std::remove_pointer_t<decltype(te)>>;
       const P* pe = static_cast<const P*>(wpe.ptr);
 #pragma omp parallel for schedule(static)
       for (int n = 0; n < B * T; ++n) {
-        int t = n % T;
         const P* a = te + std::size_t(tokens[n]) * C;
-        const P* p = pe + std::size_t(t) * C;
         float* o = out + std::size_t(n) * C;
+        if (!pe) {
+#pragma omp simd
+          for (int c = 0; c < C; ++c) o[c] = to_float(a[c]);
+          continue;
+        }
+        const P* p = pe + std::size_t(n % T) * C;
 #pragma omp simd
         for (int c = 0; c < C; ++c) o[c] = to_float(a[c]) + to_float(p[c]);
       }
@@ -117,14 +121,12 @@ class CpuBackend final : public Backend {
     for (int blk = 0; blk < nblocks; ++blk) {
       int c0 = blk * kBlock, c1 = std::min(C, c0 + kBlock);
       for (int n = 0; n < B * T; ++n) {
-        int t = n % T;
         const float* d = dout + std::size_t(n) * C;
         float* te = dwte + std::size_t(tokens[n]) * C;
-        float* pe = dwpe + std::size_t(t) * C;
-        for (int c = c0; c < c1; ++c) {
-          te[c] += d[c];
-          pe[c] += d[c];
-        }
+        for (int c = c0; c < c1; ++c) te[c] += d[c];
+        if (!dwpe) continue;
+        float* pe = dwpe + std::size_t(n % T) * C;
+        for (int c = c0; c < c1; ++c) pe[c] += d[c];
       }
     }
   }
@@ -219,15 +221,110 @@ class CpuBackend final : public Backend {
     for (std::size_t i = 0; i < n; ++i) dinp[i] = math::gelu_grad(inp[i]) * dout[i];
   }
 
-  void attention_forward(Stream&, float* out, float* att, const float* qkv, int B, int T, int C, int NH) override {
+  void attention_forward(Stream&, float* out, float* att, const float* qkv, const AttentionShape& a) override {
+    check_attention(a);
     DeviceAccess open{out, att, qkv};
-    cpu::attention_forward(out, att, qkv, B, T, C, NH);
+    cpu::attention_forward(out, att, qkv, a);
   }
 
   void attention_backward(Stream&, float* dqkv, float* datt, const float* dout, const float* qkv, const float*,
-                          const float* att, int B, int T, int C, int NH) override {
+                          const float* att, const AttentionShape& a) override {
+    check_attention(a);
     DeviceAccess open{dqkv, datt, dout, qkv, att};
-    cpu::attention_backward(dqkv, datt, dout, qkv, att, B, T, C, NH);
+    cpu::attention_backward(dqkv, datt, dout, qkv, att, a);
+  }
+
+  void rmsnorm_forward(Stream&, float* out, float* rstd, const float* inp, CView w, int N, int C, float eps) override {
+    DeviceAccess open{out, rstd, inp, w.ptr};
+    with_params(w, [&](auto* wp) {
+#pragma omp parallel for schedule(static)
+      for (int n = 0; n < N; ++n) {
+        const float* x = inp + std::size_t(n) * C;
+        float ss = 0;
+#pragma omp simd reduction(+ : ss)
+        for (int c = 0; c < C; ++c) ss += x[c] * x[c];
+        const float r = math::rms_rstd(ss, C, eps);
+        float* o = out + std::size_t(n) * C;
+#pragma omp simd
+        for (int c = 0; c < C; ++c) o[c] = x[c] * r * to_float(wp[c]);
+        rstd[n] = r;
+      }
+    });
+  }
+
+  void rmsnorm_backward(Stream&, float* dinp, float* dw, const float* dout, const float* inp, CView w,
+                        const float* rstd, int N, int C) override {
+    DeviceAccess open{dinp, dw, dout, inp, w.ptr, rstd};
+    // y = x r w, r = (mean(x^2) + eps)^-1/2: dx = r (dy w) - x r^3 mean(dy w x); dw += dy x r.
+    with_params(w, [&](auto* wp) {
+#pragma omp parallel for schedule(static)
+      for (int n = 0; n < N; ++n) {
+        const float* d = dout + std::size_t(n) * C;
+        const float* x = inp + std::size_t(n) * C;
+        const float r = rstd[n];
+        float dot = 0;
+#pragma omp simd reduction(+ : dot)
+        for (int c = 0; c < C; ++c) dot += d[c] * to_float(wp[c]) * x[c];
+        const float k = dot / float(C) * r * r * r;
+        float* di = dinp + std::size_t(n) * C;
+#pragma omp simd
+        for (int c = 0; c < C; ++c) di[c] += d[c] * to_float(wp[c]) * r - x[c] * k;
+      }
+    });
+    constexpr int kBlock = 64;
+    const int nblocks = (C + kBlock - 1) / kBlock;
+#pragma omp parallel for schedule(static)
+    for (int blk = 0; blk < nblocks; ++blk) {
+      const int c0 = blk * kBlock, c1 = std::min(C, c0 + kBlock);
+      float aw[kBlock] = {};
+      for (int n = 0; n < N; ++n) {
+        const float* d = dout + std::size_t(n) * C;
+        const float* x = inp + std::size_t(n) * C;
+        const float r = rstd[n];
+        for (int c = c0; c < c1; ++c) aw[c - c0] += d[c] * x[c] * r;
+      }
+      for (int c = c0; c < c1; ++c) dw[c] += aw[c - c0];
+    }
+  }
+
+  void rope(Stream&, float* x, const float* table, int N, int T, int heads, int hd, int stride, bool inverse) override {
+    DeviceAccess open{x, table};
+    const int half = hd / 2;
+    const float* sin_table = table + std::size_t(T) * half;
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; ++n) {
+      const int t = n % T;
+      const float* c = table + std::size_t(t) * half;
+      const float* sn = sin_table + std::size_t(t) * half;
+      for (int h = 0; h < heads; ++h) {
+        float* p = x + std::size_t(n) * stride + std::size_t(h) * hd;
+#pragma omp simd
+        for (int i = 0; i < half; ++i) math::rope_rotate(p[i], p[i + half], c[i], inverse ? -sn[i] : sn[i]);
+      }
+    }
+  }
+
+  void swiglu_forward(Stream&, float* out, const float* gate_up, int N, int I) override {
+    DeviceAccess open{out, gate_up};
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; ++n) {
+      const float* g = gate_up + std::size_t(n) * 2 * I;
+      float* o = out + std::size_t(n) * I;
+#pragma omp simd
+      for (int i = 0; i < I; ++i) o[i] = math::swiglu(g[i], g[I + i]);
+    }
+  }
+
+  void swiglu_backward(Stream&, float* dgate_up, const float* gate_up, const float* dout, int N, int I) override {
+    DeviceAccess open{dgate_up, gate_up, dout};
+#pragma omp parallel for schedule(static)
+    for (int n = 0; n < N; ++n) {
+      const float* g = gate_up + std::size_t(n) * 2 * I;
+      const float* d = dout + std::size_t(n) * I;
+      float* dg = dgate_up + std::size_t(n) * 2 * I;
+#pragma omp simd
+      for (int i = 0; i < I; ++i) math::swiglu_grad(g[i], g[I + i], d[i], dg[i], dg[I + i]);
+    }
   }
 
   void add(Stream&, float* out, const float* a, const float* b, std::size_t n) override {
@@ -328,6 +425,11 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  static void check_attention(const AttentionShape& a) {
+    TZ_CHECK(a.B >= 0 && a.T >= 0 && a.hd > 0 && a.KVH > 0 && a.NH % a.KVH == 0, "attention: ", a.NH,
+             " query heads cannot share ", a.KVH, " key-value heads of ", a.hd);
+  }
+
   OneDnnGemm gemm_;
   float* workspace_ = nullptr;
 };

@@ -50,6 +50,31 @@ TZ_HOST_DEVICE inline float gelu_grad(float x) {
   return 0.5f * (1.0f + tanh_out) + x * 0.5f * sech2 * kGeluScale * (1.0f + 3.0f * 0.044715f * x * x);
 }
 
+// SiLU (x * sigmoid(x)) and the SwiGLU product silu(g) * u of Llama's MLP. exp_f clamps, so a very
+// negative g gives a sigmoid near 0 rather than 1 / Inf.
+TZ_HOST_DEVICE inline float sigmoid(float x) { return 1.0f / (1.0f + exp_f(-x)); }
+TZ_HOST_DEVICE inline float swiglu(float g, float u) { return g * sigmoid(g) * u; }
+// d(silu(g) u)/dg * d and d(silu(g) u)/du * d.
+TZ_HOST_DEVICE inline void swiglu_grad(float g, float u, float d, float& dg, float& du) {
+  const float s = sigmoid(g);
+  dg = d * u * (s * (1.0f + g * (1.0f - s)));
+  du = d * (g * s);
+}
+
+// One rotary pair (x1 = channel i, x2 = channel i + hd/2) rotated by the angle whose cosine and sine are
+// c and s: Hugging Face's x * cos + rotate_half(x) * sin. Backward rotates by -angle (s negated).
+TZ_HOST_DEVICE inline void rope_rotate(float& x1, float& x2, float c, float s) {
+  const float a = x1 * c - x2 * s;
+  const float b = x2 * c + x1 * s;
+  x1 = a;
+  x2 = b;
+}
+
+// RMSNorm's reciprocal root mean square from a row's sum of squares.
+TZ_HOST_DEVICE inline float rms_rstd(float sum_squares, int C, float eps) {
+  return 1.0f / sqrtf(sum_squares / float(C) + eps);
+}
+
 struct AdamCoeffs {
   float lr, beta1, beta2, eps, weight_decay, grad_scale;
   float step_size;         // lr / (1 - beta1^t)

@@ -159,7 +159,7 @@ int bench_gpu_attention(const std::vector<std::string>& args) {
   if (!shapes.empty()) {
     o.shapes.clear();
     for (const auto& text : shapes) {
-      AttentionShape s;
+      GpuAttentionShape s;
       char extra = 0;
       TZ_CHECK(std::sscanf(text.c_str(), "%d,%d,%d,%d%c", &s.B, &s.T, &s.C, &s.NH, &extra) == 4, "--shape '",
                text, "': expected B,T,C,NH, e.g. 8,1024,1600,25");

@@ -55,7 +55,7 @@ nlohmann::json run_gpu_attention_bench(Device& dev, const GpuLimits& limits, con
         peak > 0 ? ("bf16 dense peak " + std::to_string(int(std::lround(peak))) + " TFLOP/s").c_str()
                  : ("none: " + limits.bf16_peak.source).c_str());
   bool finite = true;
-  for (const AttentionShape& sh : opt.shapes) {
+  for (const GpuAttentionShape& sh : opt.shapes) {
     TZ_CHECK(sh.B > 0 && sh.T > 0 && sh.NH > 0 && sh.C % sh.NH == 0, "attention shape B=", sh.B, " T=", sh.T,
              " C=", sh.C, " NH=", sh.NH, ": C must be a multiple of NH and every size positive");
     const std::size_t BT = std::size_t(sh.B) * sh.T;

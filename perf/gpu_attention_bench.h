@@ -10,13 +10,14 @@
 
 namespace tz {
 
-struct AttentionShape {
+// One benchmarked shape, GPT-2's multi-head form (core/backend.h's AttentionShape::multi_head).
+struct GpuAttentionShape {
   int B = 0, T = 0, C = 0, NH = 0;
 };
 
 struct GpuAttentionOptions {
   // gpt2-xl at micro-batch 8, seq-len 1024 (head size 64), and B=4, T=2048, C=2048, NH=16 (head size 128).
-  std::vector<AttentionShape> shapes{{8, 1024, 1600, 25}, {4, 2048, 2048, 16}};
+  std::vector<GpuAttentionShape> shapes{{8, 1024, 1600, 25}, {4, 2048, 2048, 16}};
   int warmup = 3, iters = 20, rounds = 3;
 };
 

@@ -1,6 +1,7 @@
 // Fused causal attention backward in fp32 (FlashAttention-2's recomputation on SIMT cores), without
-// float atomics so every run gives the same bits: D = rowsum(dout * out) first, then one kernel per key
-// tile for dK and dV (looping over the query tiles that see it) and one per query tile for dQ (looping
+// float atomics so every run gives the same bits: D = rowsum(dout * out) first, then one block per key
+// tile of a key-value head for dK and dV (looping over the G query heads of its group in order, and for
+// each over the query tiles that see the keys) and one per query tile of a query head for dQ (looping
 // over the key tiles it sees). Both recompute P = exp(scale * q.k - lse) from forward's log-sum-exp
 // (exp is math::exp_f, as in forward and the cpu backend).
 #include <cmath>
@@ -27,7 +28,7 @@ struct BackwardTile {
       std::size_t(2 * BR + 2 * BC) * LD + std::size_t(2) * BR * LDS + std::size_t(2) * BR;
 };
 
-// drow[(b * NH + h) * T + t] = sum_d dout * out over the head's hs columns: one warp per row, lanes
+// drow[(b * NH + h) * T + t] = sum_d dout * out over query head h's hs columns: one warp per row, lanes
 // strided over d, then a butterfly (fixed order).
 __global__ void attention_drow_kernel(float* drow, const float* dout, const float* out, std::size_t rows,
                                       attn::Dims dm) {
@@ -38,7 +39,7 @@ __global__ void attention_drow_kernel(float* drow, const float* dout, const floa
   const std::size_t bh = row / dm.T;
   const int h = int(bh % dm.NH);
   const std::size_t b = bh / dm.NH;
-  const std::size_t off = (b * dm.T + t) * dm.C + std::size_t(h) * dm.hs;
+  const std::size_t off = (b * dm.T + t) * dm.O + dm.q_col(h);
   float acc = 0.0f;
   for (int d = lane; d < dm.hs; d += 32) acc = fmaf(dout[off + d], out[off + d], acc);
 #pragma unroll
@@ -85,8 +86,10 @@ __device__ __forceinline__ void load_row_stats(float* slse, float* sd, const flo
   }
 }
 
-// grid: (B * NH, key tiles). Key tile k0 is seen by query tiles from the one holding query k0 to the
-// end; dK and dV stay in registers across them and are written once (dK times scale).
+// grid: (B * KVH, key tiles). Key tile k0 of key-value head kvh is seen by query heads kvh * G ..
+// kvh * G + G - 1, each by its query tiles from the one holding query k0 to the end; dK and dV stay in
+// registers across all of them (heads in order, then tiles in order: a fixed sum, no atomics) and are
+// written once (dK times scale). G == 1 is the plain multi-head loop.
 template <int HSP>
 __global__ void __launch_bounds__(kThreads)
     attention_dkv_kernel(float* dqkv, const float* dout, const float* qkv, const float* lse,
@@ -104,51 +107,52 @@ __global__ void __launch_bounds__(kThreads)
   float* slse = sds + BR * LDS;  // [BR]
   float* sd = slse + BR;         // [BR]
 
-  const int T = dm.T, C = dm.C, hs = dm.hs;
-  const int bh = blockIdx.x, b = bh / dm.NH, h = bh % dm.NH;
+  const int T = dm.T, hs = dm.hs;
+  const int bkv = blockIdx.x, b = bkv / dm.KVH, kvh = bkv % dm.KVH;
   const int k0 = blockIdx.y * BC;
   const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
-  const std::size_t C3 = std::size_t(3) * C;
-  const float* base = qkv + std::size_t(b) * T * C3 + std::size_t(h) * hs;
-  const float* dbase = dout + std::size_t(b) * T * C + std::size_t(h) * hs;
-  const float* lse_bh = lse + std::size_t(bh) * T;
-  const float* drow_bh = drow + std::size_t(bh) * T;
+  const std::size_t W = dm.W;
+  const float* rows = qkv + std::size_t(b) * T * W;
+  const float* drows = dout + std::size_t(b) * T * dm.O;
 
-  attn::load_tile<BC, HSP>(sk, base + C, C3, k0, T, hs);
-  attn::load_tile<BC, HSP>(sv, base + 2 * C, C3, k0, T, hs);
+  attn::load_tile<BC, HSP>(sk, rows + dm.k_col(kvh), W, k0, T, hs);
+  attn::load_tile<BC, HSP>(sv, rows + dm.v_col(kvh), W, k0, T, hs);
 
   float dk[KM][DN] = {}, dv[KM][DN] = {};
-  for (int q0 = (k0 / BR) * BR; q0 < T; q0 += BR) {
-    __syncthreads();  // the previous tile's reads of sq, sdo, sp, sds, slse, sd are done
-    attn::load_tile<BR, HSP>(sq, base, C3, q0, T, hs);
-    attn::load_tile<BR, HSP>(sdo, dbase, std::size_t(C), q0, T, hs);
-    load_row_stats<BR>(slse, sd, lse_bh, drow_bh, q0, T);
-    __syncthreads();
-    probabilities_and_grads<HSP>(sp, sds, sq, sk, sdo, sv, slse, sd, q0, k0, dm, ty, tx);
-    __syncthreads();
-    // Rows of dK, dV are keys: A(c, r) = P[r][c] read down a column.
-    attn::tile_mma<KM, DN, BR, 1, LDS, LD, 1>(dv, sp, sdo, ty, tx);  // dV += P^T dO
-    attn::tile_mma<KM, DN, BR, 1, LDS, LD, 1>(dk, sds, sq, ty, tx);  // dK += dS^T Q
+  for (int h = kvh * dm.G; h < (kvh + 1) * dm.G; ++h) {
+    const std::size_t bh = std::size_t(b) * dm.NH + h;
+    for (int q0 = (k0 / BR) * BR; q0 < T; q0 += BR) {
+      __syncthreads();  // the previous tile's reads of sq, sdo, sp, sds, slse, sd are done
+      attn::load_tile<BR, HSP>(sq, rows + dm.q_col(h), W, q0, T, hs);
+      attn::load_tile<BR, HSP>(sdo, drows + dm.q_col(h), dm.O, q0, T, hs);
+      load_row_stats<BR>(slse, sd, lse + bh * T, drow + bh * T, q0, T);
+      __syncthreads();
+      probabilities_and_grads<HSP>(sp, sds, sq, sk, sdo, sv, slse, sd, q0, k0, dm, ty, tx);
+      __syncthreads();
+      // Rows of dK, dV are keys: A(c, r) = P[r][c] read down a column.
+      attn::tile_mma<KM, DN, BR, 1, LDS, LD, 1>(dv, sp, sdo, ty, tx);  // dV += P^T dO
+      attn::tile_mma<KM, DN, BR, 1, LDS, LD, 1>(dk, sds, sq, ty, tx);  // dK += dS^T Q
+    }
   }
 
 #pragma unroll
   for (int i = 0; i < KM; ++i) {
     const int c = k0 + ty + kSide * i;
     if (c >= T) continue;
-    float* row = dqkv + (std::size_t(b) * T + c) * C3 + std::size_t(h) * hs;
+    float* row = dqkv + (std::size_t(b) * T + c) * W;
 #pragma unroll
     for (int j = 0; j < DN; ++j) {
       const int d = tx + kSide * j;
       if (d < hs) {
-        row[C + d] = dk[i][j] * dm.scale;
-        row[2 * C + d] = dv[i][j];
+        row[dm.k_col(kvh) + d] = dk[i][j] * dm.scale;
+        row[dm.v_col(kvh) + d] = dv[i][j];
       }
     }
   }
 }
 
 // grid: (B * NH, query tiles), the last (most keys) first. dQ stays in registers across the key tiles
-// 0 .. the tile's last query and is written once, times scale.
+// 0 .. the tile's last query (of key-value head h / G) and is written once, times scale.
 template <int HSP>
 __global__ void __launch_bounds__(kThreads)
     attention_dq_kernel(float* dqkv, const float* dout, const float* qkv, const float* lse, const float* drow,
@@ -165,24 +169,25 @@ __global__ void __launch_bounds__(kThreads)
   float* slse = sds + BR * LDS;  // [BR]
   float* sd = slse + BR;         // [BR]
 
-  const int T = dm.T, C = dm.C, hs = dm.hs;
+  const int T = dm.T, hs = dm.hs;
   const int bh = blockIdx.x, b = bh / dm.NH, h = bh % dm.NH;
   const int q0 = (gridDim.y - 1 - blockIdx.y) * BR;
   const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
-  const std::size_t C3 = std::size_t(3) * C;
-  const float* base = qkv + std::size_t(b) * T * C3 + std::size_t(h) * hs;
+  const std::size_t W = dm.W;
+  const float* rows = qkv + std::size_t(b) * T * W;
+  const float* kbase = rows + dm.k_col(h / dm.G);
+  const float* vbase = rows + dm.v_col(h / dm.G);
 
-  attn::load_tile<BR, HSP>(sq, base, C3, q0, T, hs);
-  attn::load_tile<BR, HSP>(sdo, dout + std::size_t(b) * T * C + std::size_t(h) * hs, std::size_t(C), q0, T,
-                           hs);
+  attn::load_tile<BR, HSP>(sq, rows + dm.q_col(h), W, q0, T, hs);
+  attn::load_tile<BR, HSP>(sdo, dout + std::size_t(b) * T * dm.O + dm.q_col(h), dm.O, q0, T, hs);
   load_row_stats<BR>(slse, sd, lse + std::size_t(bh) * T, drow + std::size_t(bh) * T, q0, T);
 
   float dq[RM][DN] = {};
   const int last_key = min(q0 + BR, T) - 1;
   for (int k0 = 0; k0 <= last_key; k0 += BC) {
     __syncthreads();  // the previous tile's reads of sk, sds are done
-    attn::load_tile<BC, HSP>(sk, base + C, C3, k0, T, hs);
-    attn::load_tile<BC, HSP>(sv, base + 2 * C, C3, k0, T, hs);
+    attn::load_tile<BC, HSP>(sk, kbase, W, k0, T, hs);
+    attn::load_tile<BC, HSP>(sv, vbase, W, k0, T, hs);
     __syncthreads();
     probabilities_and_grads<HSP>(nullptr, sds, sq, sk, sdo, sv, slse, sd, q0, k0, dm, ty, tx);
     __syncthreads();
@@ -193,7 +198,7 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = 0; i < RM; ++i) {
     const int r = q0 + ty + kSide * i;
     if (r >= T) continue;
-    float* row = dqkv + (std::size_t(b) * T + r) * C3 + std::size_t(h) * hs;
+    float* row = dqkv + (std::size_t(b) * T + r) * W + dm.q_col(h);
 #pragma unroll
     for (int j = 0; j < DN; ++j) {
       const int d = tx + kSide * j;
@@ -207,11 +212,11 @@ void launch_backward(cudaStream_t s, float* dqkv, const float* drow, const float
                      const float* lse, int B, const attn::Dims& dm) {
   using Tile = BackwardTile<HSP>;
   const std::size_t smem = Tile::smem_floats * sizeof(float);
-  const unsigned bh = unsigned(B * dm.NH);
+  const unsigned bh = unsigned(B * dm.NH), bkv = unsigned(B * dm.KVH);
   const auto dkv = attention_dkv_kernel<HSP>;
   attn::allow_shared_memory(dkv, smem);
-  dkv<<<dim3(bh, unsigned((dm.T + Tile::BC - 1) / Tile::BC)), kThreads, smem, s>>>(dqkv, dout, qkv, lse, drow,
-                                                                                   dm);
+  dkv<<<dim3(bkv, unsigned((dm.T + Tile::BC - 1) / Tile::BC)), kThreads, smem, s>>>(dqkv, dout, qkv, lse,
+                                                                                    drow, dm);
   TZ_CUDA_CHECK(cudaGetLastError());
   const auto dq = attention_dq_kernel<HSP>;
   attn::allow_shared_memory(dq, smem);
@@ -232,15 +237,16 @@ void attn::launch_drow(cudaStream_t s, float* drow, const float* dout, const flo
 }
 
 void attention_backward(cudaStream_t s, float* dqkv, float* drow, const float* dout, const float* qkv,
-                        const float* out, const float* lse, int B, int T, int C, int NH) {
-  attn::check_shape(B, T, C, NH);
-  if (B == 0 || T == 0) return;
-  const int hs = C / NH;
-  const attn::Dims dm{T, C, NH, hs, 1.0f / std::sqrt(float(hs))};
-  const int hsp = attn::padded_head_size(hs);
+                        const float* out, const float* lse, const AttentionShape& a) {
+  attn::check_shape(a);
+  const int hsp = attn::padded_head_size(a.hd);
+  if (a.B == 0 || a.T == 0) return;
+  const int B = a.B;
+  const attn::Dims dm = attn::make_dims(a);
 
   attn::launch_drow(s, drow, dout, out, B, dm);
-  // dK, dV and dQ write disjoint columns of dqkv, so the two kernels only need the stream's order
+  // dK, dV and dQ write disjoint columns of dqkv (every column once: the q columns by their query head's
+  // blocks, the k and v ones by their key-value head's), so the two kernels only need the stream's order
   // after drow.
   switch (hsp) {
     case 32:

@@ -1,7 +1,8 @@
 // Fused causal attention on tensor cores (AttentionMath::bf16_tensor_cores): the fp32 path's tiles and
 // loops (attention_forward_kernels.cu, attention_backward_kernels.cu) with every tile product done by
 // nvcuda::wmma on bf16 operands, fp32 accumulation. The softmax, lse, D and the masks stay in fp32 on
-// SIMT threads, which read the products' fp32 results back from shared memory. Still no atomics.
+// SIMT threads, which read the products' fp32 results back from shared memory. Grouped-query heads as
+// there: a dK/dV block loops over its key-value head's query heads in order. Still no atomics.
 #include <cuda_bf16.h>
 #include <mma.h>
 
@@ -137,14 +138,16 @@ __global__ void __launch_bounds__(kThreads)
   bf16_t* sp = reinterpret_cast<bf16_t*>(smem + 3 * L::H + L::F);       // probabilities
   float* so = reinterpret_cast<float*>(smem + 3 * L::H + L::F + L::P);  // this tile's P V
 
-  const int T = dm.T, C = dm.C, hs = dm.hs;
+  const int T = dm.T, hs = dm.hs;
   const int bh = blockIdx.x, b = bh / dm.NH, h = bh % dm.NH;
   const int q0 = (gridDim.y - 1 - blockIdx.y) * kTile;
   const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
-  const std::size_t C3 = std::size_t(3) * C;
-  const float* base = qkv + std::size_t(b) * T * C3 + std::size_t(h) * hs;
+  const std::size_t W = dm.W;
+  const float* rows = qkv + std::size_t(b) * T * W;
+  const float* kbase = rows + dm.k_col(h / dm.G);
+  const float* vbase = rows + dm.v_col(h / dm.G);
 
-  load_tile_bf16<HSP>(sq, base, C3, q0, T, hs);
+  load_tile_bf16<HSP>(sq, rows + dm.q_col(h), W, q0, T, hs);
   float o[kRM][DN] = {};
   float m[kRM], l[kRM];
 #pragma unroll
@@ -156,8 +159,8 @@ __global__ void __launch_bounds__(kThreads)
   for (int k0 = 0; k0 <= last_key; k0 += kTile) {
     // No barrier first: the previous tile read sk, sv, ss and sp before its last barrier, and reads so
     // only after it, while so is next written two barriers on.
-    load_tile_bf16<HSP>(sk, base + C, C3, k0, T, hs);
-    load_tile_bf16<HSP>(sv, base + 2 * C, C3, k0, T, hs);
+    load_tile_bf16<HSP>(sk, kbase, W, k0, T, hs);
+    load_tile_bf16<HSP>(sv, vbase, W, k0, T, hs);
     __syncthreads();
     product_nt<HSP>(ss, sq, sk);
     __syncthreads();
@@ -255,7 +258,8 @@ __device__ __forceinline__ void load_row_stats_bf16(float* slse, float* sd, cons
   }
 }
 
-// grid: (B * NH, key tiles). dK and dV accumulate in fragments across the query tiles seeing the keys.
+// grid: (B * KVH, key tiles). dK and dV accumulate in fragments across the G query heads of the key-value
+// head, in order, and for each across the query tiles seeing the keys.
 template <int HSP>
 __global__ void __launch_bounds__(kThreads)
     attention_dkv_bf16_kernel(float* dqkv, const float* dout, const float* qkv, const float* lse,
@@ -265,46 +269,49 @@ __global__ void __launch_bounds__(kThreads)
   const BackwardSmem<HSP> sm(smem);
   bf16_t *sk = sm.t0, *sv = sm.t1, *sq = sm.t2, *sdo = sm.t3;
 
-  const int T = dm.T, C = dm.C, hs = dm.hs;
-  const int bh = blockIdx.x, b = bh / dm.NH, h = bh % dm.NH;
+  const int T = dm.T, hs = dm.hs;
+  const int bkv = blockIdx.x, b = bkv / dm.KVH, kvh = bkv % dm.KVH;
   const int k0 = blockIdx.y * kTile;
   const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
-  const std::size_t C3 = std::size_t(3) * C;
-  const float* base = qkv + std::size_t(b) * T * C3 + std::size_t(h) * hs;
-  const float* dbase = dout + std::size_t(b) * T * C + std::size_t(h) * hs;
+  const std::size_t W = dm.W;
+  const float* rows = qkv + std::size_t(b) * T * W;
+  const float* drows = dout + std::size_t(b) * T * dm.O;
 
-  load_tile_bf16<HSP>(sk, base + C, C3, k0, T, hs);
-  load_tile_bf16<HSP>(sv, base + 2 * C, C3, k0, T, hs);
+  load_tile_bf16<HSP>(sk, rows + dm.k_col(kvh), W, k0, T, hs);
+  load_tile_bf16<HSP>(sv, rows + dm.v_col(kvh), W, k0, T, hs);
   Acc dk[HSP / 32], dv[HSP / 32];
   zero<HSP>(dk);
   zero<HSP>(dv);
-  for (int q0 = k0; q0 < T; q0 += kTile) {
-    __syncthreads();  // the previous tile's reads of sq, sdo, sp, sds, slse, sd are done
-    load_tile_bf16<HSP>(sq, base, C3, q0, T, hs);
-    load_tile_bf16<HSP>(sdo, dbase, std::size_t(C), q0, T, hs);
-    load_row_stats_bf16(sm.slse, sm.sd, lse + std::size_t(bh) * T, drow + std::size_t(bh) * T, q0, T);
-    __syncthreads();
-    product_nt<HSP>(sm.ss, sq, sk);
-    product_nt<HSP>(sm.sdp, sdo, sv);
-    __syncthreads();
-    probabilities_and_grads_bf16<HSP>(sm, true, q0, k0, dm, ty, tx);
-    __syncthreads();
-    // A(key, query) = P[query][key]: P read column-major.
-    warp_mma<HSP, kTile, wmma::col_major, wmma::row_major>(dv, sm.sp, L::LDP, sdo, L::LDH);  // dV += P^T dO
-    warp_mma<HSP, kTile, wmma::col_major, wmma::row_major>(dk, sm.sds, L::LDP, sq, L::LDH);  // dK += dS^T Q
+  for (int h = kvh * dm.G; h < (kvh + 1) * dm.G; ++h) {
+    const std::size_t bh = std::size_t(b) * dm.NH + h;
+    for (int q0 = k0; q0 < T; q0 += kTile) {
+      __syncthreads();  // the previous tile's reads of sq, sdo, sp, sds, slse, sd are done
+      load_tile_bf16<HSP>(sq, rows + dm.q_col(h), W, q0, T, hs);
+      load_tile_bf16<HSP>(sdo, drows + dm.q_col(h), dm.O, q0, T, hs);
+      load_row_stats_bf16(sm.slse, sm.sd, lse + bh * T, drow + bh * T, q0, T);
+      __syncthreads();
+      product_nt<HSP>(sm.ss, sq, sk);
+      product_nt<HSP>(sm.sdp, sdo, sv);
+      __syncthreads();
+      probabilities_and_grads_bf16<HSP>(sm, true, q0, k0, dm, ty, tx);
+      __syncthreads();
+      // A(key, query) = P[query][key]: P read column-major.
+      warp_mma<HSP, kTile, wmma::col_major, wmma::row_major>(dv, sm.sp, L::LDP, sdo, L::LDH);  // dV += P^T dO
+      warp_mma<HSP, kTile, wmma::col_major, wmma::row_major>(dk, sm.sds, L::LDP, sq, L::LDH);  // dK += dS^T Q
+    }
   }
 
   // Stage through the q and dout tiles (free now) to write only rows < T and columns < hs.
   float* stage = reinterpret_cast<float*>(sq);
-  float* grad = dqkv + std::size_t(b) * T * C3 + std::size_t(h) * hs;
+  float* grad = dqkv + std::size_t(b) * T * W;
   __syncthreads();
   warp_store<HSP>(stage, L::LDO, dk);
   __syncthreads();
-  write_staged<HSP>(grad + C, C3, stage, k0, T, hs, dm.scale, ty, tx);
+  write_staged<HSP>(grad + dm.k_col(kvh), W, stage, k0, T, hs, dm.scale, ty, tx);
   __syncthreads();
   warp_store<HSP>(stage, L::LDO, dv);
   __syncthreads();
-  write_staged<HSP>(grad + 2 * C, C3, stage, k0, T, hs, 1.0f, ty, tx);
+  write_staged<HSP>(grad + dm.v_col(kvh), W, stage, k0, T, hs, 1.0f, ty, tx);
 }
 
 // grid: (B * NH, query tiles), the last first. dQ accumulates in fragments across the key tiles.
@@ -317,23 +324,25 @@ __global__ void __launch_bounds__(kThreads)
   const BackwardSmem<HSP> sm(smem);
   bf16_t *sq = sm.t0, *sdo = sm.t1, *sk = sm.t2, *sv = sm.t3;
 
-  const int T = dm.T, C = dm.C, hs = dm.hs;
+  const int T = dm.T, hs = dm.hs;
   const int bh = blockIdx.x, b = bh / dm.NH, h = bh % dm.NH;
   const int q0 = (gridDim.y - 1 - blockIdx.y) * kTile;
   const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
-  const std::size_t C3 = std::size_t(3) * C;
-  const float* base = qkv + std::size_t(b) * T * C3 + std::size_t(h) * hs;
+  const std::size_t W = dm.W;
+  const float* rows = qkv + std::size_t(b) * T * W;
+  const float* kbase = rows + dm.k_col(h / dm.G);
+  const float* vbase = rows + dm.v_col(h / dm.G);
 
-  load_tile_bf16<HSP>(sq, base, C3, q0, T, hs);
-  load_tile_bf16<HSP>(sdo, dout + std::size_t(b) * T * C + std::size_t(h) * hs, std::size_t(C), q0, T, hs);
+  load_tile_bf16<HSP>(sq, rows + dm.q_col(h), W, q0, T, hs);
+  load_tile_bf16<HSP>(sdo, dout + std::size_t(b) * T * dm.O + dm.q_col(h), dm.O, q0, T, hs);
   load_row_stats_bf16(sm.slse, sm.sd, lse + std::size_t(bh) * T, drow + std::size_t(bh) * T, q0, T);
   Acc dq[HSP / 32];
   zero<HSP>(dq);
   const int last_key = min(q0 + kTile, T) - 1;
   for (int k0 = 0; k0 <= last_key; k0 += kTile) {
     __syncthreads();  // the previous tile's reads of sk, sv, sds are done
-    load_tile_bf16<HSP>(sk, base + C, C3, k0, T, hs);
-    load_tile_bf16<HSP>(sv, base + 2 * C, C3, k0, T, hs);
+    load_tile_bf16<HSP>(sk, kbase, W, k0, T, hs);
+    load_tile_bf16<HSP>(sv, vbase, W, k0, T, hs);
     __syncthreads();
     product_nt<HSP>(sm.ss, sq, sk);
     product_nt<HSP>(sm.sdp, sdo, sv);
@@ -347,8 +356,7 @@ __global__ void __launch_bounds__(kThreads)
   __syncthreads();
   warp_store<HSP>(stage, L::LDO, dq);
   __syncthreads();
-  write_staged<HSP>(dqkv + std::size_t(b) * T * C3 + std::size_t(h) * hs, C3, stage, q0, T, hs, dm.scale, ty,
-                    tx);
+  write_staged<HSP>(dqkv + std::size_t(b) * T * W + dm.q_col(h), W, stage, q0, T, hs, dm.scale, ty, tx);
 }
 
 template <int HSP>
@@ -366,46 +374,45 @@ template <int HSP>
 void launch_backward_bf16(cudaStream_t s, float* dqkv, const float* drow, const float* dout, const float* qkv,
                           const float* lse, int B, const attn::Dims& dm) {
   const std::size_t smem = Layout<HSP>::backward_bytes;
-  const dim3 grid(unsigned(B * dm.NH), unsigned((dm.T + kTile - 1) / kTile));
+  const unsigned tiles = unsigned((dm.T + kTile - 1) / kTile);
   const auto dkv = attention_dkv_bf16_kernel<HSP>;
   attn::allow_shared_memory(dkv, smem);
-  dkv<<<grid, kThreads, smem, s>>>(dqkv, dout, qkv, lse, drow, dm);
+  dkv<<<dim3(unsigned(B * dm.KVH), tiles), kThreads, smem, s>>>(dqkv, dout, qkv, lse, drow, dm);
   TZ_CUDA_CHECK(cudaGetLastError());
   const auto dq = attention_dq_bf16_kernel<HSP>;
   attn::allow_shared_memory(dq, smem);
-  dq<<<grid, kThreads, smem, s>>>(dqkv, dout, qkv, lse, drow, dm);
+  dq<<<dim3(unsigned(B * dm.NH), tiles), kThreads, smem, s>>>(dqkv, dout, qkv, lse, drow, dm);
   TZ_CUDA_CHECK(cudaGetLastError());
 }
 
 // The tensor-core kernels are compiled for head sizes 64 and 128 (smaller ones are padded to 64).
 int bf16_head_size(int hs) {
-  TZ_CHECK(hs <= 128, "attention: head size ", hs,
-           " is over the 128 the bf16 tensor-core kernels support; use AttentionMath::fp32_simt");
+  TZ_CHECK(hs <= kMaxBf16HeadSize, "attention: head size ", hs, " is over the ", kMaxBf16HeadSize,
+           " the bf16 tensor-core kernels support; use AttentionMath::fp32_simt");
   return hs <= 64 ? 64 : 128;
 }
 
 }  // namespace
 
-void attention_forward(cudaStream_t s, float* out, float* lse, const float* qkv, int B, int T, int C, int NH,
+void attention_forward(cudaStream_t s, float* out, float* lse, const float* qkv, const AttentionShape& a,
                        AttentionMath math) {
-  if (math == AttentionMath::fp32_simt) return attention_forward(s, out, lse, qkv, B, T, C, NH);
-  attn::check_shape(B, T, C, NH);
-  if (B == 0 || T == 0) return;
-  const int hs = C / NH;
-  const attn::Dims dm{T, C, NH, hs, 1.0f / std::sqrt(float(hs))};
-  if (bf16_head_size(hs) == 64) return launch_forward_bf16<64>(s, out, lse, qkv, B, dm);
-  launch_forward_bf16<128>(s, out, lse, qkv, B, dm);
+  if (math == AttentionMath::fp32_simt) return attention_forward(s, out, lse, qkv, a);
+  attn::check_shape(a);
+  const int hsp = bf16_head_size(a.hd);
+  if (a.B == 0 || a.T == 0) return;
+  const attn::Dims dm = attn::make_dims(a);
+  if (hsp == 64) return launch_forward_bf16<64>(s, out, lse, qkv, a.B, dm);
+  launch_forward_bf16<128>(s, out, lse, qkv, a.B, dm);
 }
 
 void attention_backward(cudaStream_t s, float* dqkv, float* drow, const float* dout, const float* qkv,
-                        const float* out, const float* lse, int B, int T, int C, int NH, AttentionMath math) {
-  if (math == AttentionMath::fp32_simt)
-    return attention_backward(s, dqkv, drow, dout, qkv, out, lse, B, T, C, NH);
-  attn::check_shape(B, T, C, NH);
-  if (B == 0 || T == 0) return;
-  const int hs = C / NH;
-  const attn::Dims dm{T, C, NH, hs, 1.0f / std::sqrt(float(hs))};
-  const int hsp = bf16_head_size(hs);
+                        const float* out, const float* lse, const AttentionShape& a, AttentionMath math) {
+  if (math == AttentionMath::fp32_simt) return attention_backward(s, dqkv, drow, dout, qkv, out, lse, a);
+  attn::check_shape(a);
+  const int hsp = bf16_head_size(a.hd);
+  if (a.B == 0 || a.T == 0) return;
+  const int B = a.B;
+  const attn::Dims dm = attn::make_dims(a);
   attn::launch_drow(s, drow, dout, out, B, dm);
   if (hsp == 64) return launch_backward_bf16<64>(s, dqkv, drow, dout, qkv, lse, B, dm);
   launch_backward_bf16<128>(s, dqkv, drow, dout, qkv, lse, B, dm);

@@ -1,6 +1,7 @@
 // Fused causal attention forward in fp32 (FlashAttention-2's loop on SIMT cores): one block per tile of
-// queries of one (batch, head), looping over key tiles with an online softmax, so no [T,T] matrix ever
-// reaches global memory. Saves each row's log-sum-exp for backward (attention_backward_kernels.cu).
+// queries of one (batch, query head), looping over the key tiles of its key-value head with an online
+// softmax, so no [T,T] matrix ever reaches global memory. Saves each row's log-sum-exp for backward
+// (attention_backward_kernels.cu).
 #include <cmath>
 
 #include "core/cuda/attention_tiles.cuh"
@@ -24,7 +25,8 @@ struct ForwardTile {
   static constexpr std::size_t smem_floats = std::size_t(BR + 2 * BC) * LD + std::size_t(BR) * LDS;
 };
 
-// grid: (B * NH, query tiles); the last query tiles (the most keys) are launched first.
+// grid: (B * NH, query tiles); the last query tiles (the most keys) are launched first. Query head h
+// reads the keys and values of head h / G in place.
 // exp is math::exp_f, the cpu backend's, on the scaled score minus the running row max.
 template <int HSP>
 __global__ void __launch_bounds__(kThreads)
@@ -38,14 +40,16 @@ __global__ void __launch_bounds__(kThreads)
   float* sv = sk + BC * LD;  // [BC][LD]
   float* sp = sv + BC * LD;  // [BR][LDS]: this key tile's unnormalised probabilities
 
-  const int T = dm.T, C = dm.C, hs = dm.hs;
+  const int T = dm.T, hs = dm.hs;
   const int bh = blockIdx.x, b = bh / dm.NH, h = bh % dm.NH;
   const int q0 = (gridDim.y - 1 - blockIdx.y) * BR;
   const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
-  const std::size_t C3 = std::size_t(3) * C;
-  const float* base = qkv + std::size_t(b) * T * C3 + std::size_t(h) * hs;
+  const std::size_t W = dm.W;
+  const float* rows = qkv + std::size_t(b) * T * W;
+  const float* kbase = rows + dm.k_col(h / dm.G);
+  const float* vbase = rows + dm.v_col(h / dm.G);
 
-  attn::load_tile<BR, HSP>(sq, base, C3, q0, T, hs);
+  attn::load_tile<BR, HSP>(sq, rows + dm.q_col(h), W, q0, T, hs);
 
   float o[RM][DN] = {};
   float m[RM], l[RM];  // running max of the scaled scores and sum of exp(score - m), per owned row
@@ -60,8 +64,8 @@ __global__ void __launch_bounds__(kThreads)
   const int last_key = min(q0 + BR, T) - 1;
   for (int k0 = 0; k0 <= last_key; k0 += BC) {
     __syncthreads();  // the previous tile's reads of sk, sv and sp are done
-    attn::load_tile<BC, HSP>(sk, base + C, C3, k0, T, hs);
-    attn::load_tile<BC, HSP>(sv, base + 2 * C, C3, k0, T, hs);
+    attn::load_tile<BC, HSP>(sk, kbase, W, k0, T, hs);
+    attn::load_tile<BC, HSP>(sv, vbase, W, k0, T, hs);
     __syncthreads();
 
     float s[RM][CN] = {};
@@ -116,13 +120,13 @@ void launch_forward(cudaStream_t s, float* out, float* lse, const float* qkv, in
 
 }  // namespace
 
-void attention_forward(cudaStream_t s, float* out, float* lse, const float* qkv, int B, int T, int C,
-                       int NH) {
-  attn::check_shape(B, T, C, NH);
-  if (B == 0 || T == 0) return;
-  const int hs = C / NH;
-  const attn::Dims dm{T, C, NH, hs, 1.0f / std::sqrt(float(hs))};
-  switch (attn::padded_head_size(hs)) {
+void attention_forward(cudaStream_t s, float* out, float* lse, const float* qkv, const AttentionShape& a) {
+  attn::check_shape(a);
+  const int hsp = attn::padded_head_size(a.hd);
+  if (a.B == 0 || a.T == 0) return;
+  const int B = a.B;
+  const attn::Dims dm = attn::make_dims(a);
+  switch (hsp) {
     case 32:
       return launch_forward<32>(s, out, lse, qkv, B, dm);
     case 64:

@@ -1,12 +1,14 @@
-// Shared pieces of the fused fp32 attention kernels (attention_forward_kernels.cu,
-// attention_backward_kernels.cu): the thread layout, tile loads into shared memory, and the small
-// shared-memory matrix products every step is made of.
+// Shared pieces of the fused attention kernels (attention_forward_kernels.cu,
+// attention_backward_kernels.cu, attention_bf16_kernels.cu): the shape and its checks, the thread
+// layout, tile loads into shared memory, and the small shared-memory matrix products every step is made of.
 #pragma once
 
 #include <cuda_runtime.h>
 
+#include <cmath>
 #include <cstddef>
 
+#include "core/backend.h"
 #include "core/cuda/cuda_runtime.h"
 #include "core/error.h"
 
@@ -18,11 +20,45 @@ namespace tz::cuda::attn {
 constexpr int kThreads = 256;
 constexpr int kSide = 16;
 
-// What every kernel needs to address one (batch, head) slice of qkv [B,T,3C], out and dout [B,T,C].
+// What every kernel needs to address one (batch, head) slice of qkv [B,T,(NH+2KVH)*hs] and out, dout
+// [B,T,NH*hs] (grouped-query heads, core/backend.h's AttentionShape): query head h reads key-value head
+// h / G where it lies, never a repeated copy. With KVH == NH (G == 1) these are GPT-2's [B,T,3C] offsets.
 struct Dims {
-  int T = 0, C = 0, NH = 0, hs = 0;
-  float scale = 0;  // 1 / sqrt(hs), computed on the host exactly as the cpu backend does
+  int T = 0, NH = 0, KVH = 0, G = 0, hs = 0;
+  std::size_t W = 0, O = 0;  // floats per qkv row, (NH + 2 KVH) hs, and per out row, NH hs
+  float scale = 0;           // 1 / sqrt(hs), computed on the host exactly as the cpu backend does
+  // Columns, in a qkv row, of query head h's q and key-value head kvh's k and v.
+  __host__ __device__ std::size_t q_col(int h) const { return std::size_t(h) * hs; }
+  __host__ __device__ std::size_t k_col(int kvh) const { return std::size_t(NH + kvh) * hs; }
+  __host__ __device__ std::size_t v_col(int kvh) const { return std::size_t(NH + KVH + kvh) * hs; }
 };
+
+// The shape's checks (every launch path runs them on the host before touching a pointer, so they hold
+// without a device): positive heads, KVH dividing NH, grids within their limits.
+inline void check_shape(const AttentionShape& a) {
+  TZ_CHECK(a.B >= 0 && a.T >= 0 && a.NH > 0 && a.KVH > 0 && a.hd > 0, "attention: B=", a.B, " T=", a.T,
+           " NH=", a.NH, " KVH=", a.KVH, " hd=", a.hd, " needs B, T >= 0 and positive heads and head size");
+  TZ_CHECK(a.NH % a.KVH == 0, "attention: ", a.NH, " query heads cannot be grouped over ", a.KVH,
+           " key-value heads; KVH must divide NH");
+  TZ_CHECK(std::size_t(a.B) * a.NH <= 0x7fffffffu, "attention: B * NH = ", std::size_t(a.B) * a.NH,
+           " is over the grid's 2^31 - 1 blocks");
+  // Query and key tiles (32 rows at least) go in grid.y, at most 65535.
+  TZ_CHECK(a.T <= 65535 * 32, "attention: T = ", a.T, " is over the ", 65535 * 32,
+           " positions the grid covers");
+}
+
+inline Dims make_dims(const AttentionShape& a) {
+  Dims dm;
+  dm.T = a.T;
+  dm.NH = a.NH;
+  dm.KVH = a.KVH;
+  dm.G = a.NH / a.KVH;
+  dm.hs = a.hd;
+  dm.W = std::size_t(a.qkv_width());
+  dm.O = std::size_t(a.out_width());
+  dm.scale = 1.0f / std::sqrt(float(a.hd));
+  return dm;
+}
 
 // drow[(b * NH + h) * T + t] = sum over the head's columns of dout * out (D of backward), fixed order;
 // attention_backward_kernels.cu, shared by both arithmetic paths.
@@ -35,16 +71,7 @@ inline int padded_head_size(int hs) {
   if (hs <= 64) return 64;
   if (hs <= 128) return 128;
   if (hs <= 256) return 256;
-  TZ_FAIL("attention: head size ", hs, " (C / NH) is over the 256 the cuda kernels support; use more heads");
-}
-
-inline void check_shape(int B, int T, int C, int NH) {
-  TZ_CHECK(B >= 0 && T >= 0 && C > 0 && NH > 0 && C % NH == 0, "attention: B=", B, " T=", T, " C=", C,
-           " NH=", NH, " needs C a positive multiple of NH");
-  TZ_CHECK(std::size_t(B) * NH <= 0x7fffffffu, "attention: B * NH = ", std::size_t(B) * NH,
-           " is over the grid's 2^31 - 1 blocks");
-  // Query and key tiles (32 rows at least) go in grid.y, at most 65535.
-  TZ_CHECK(T <= 65535 * 32, "attention: T = ", T, " is over the ", 65535 * 32, " positions the grid covers");
+  TZ_FAIL("attention: head size ", hs, " is over the 256 the cuda kernels support; use more, smaller heads");
 }
 
 // Kernels with more than the 48 KiB default of dynamic shared memory must opt in (per kernel, per
@@ -114,7 +141,7 @@ __device__ __forceinline__ void write_output_rows(float* out, float* lse, const 
     const int r = q0 + ty + kSide * i;
     if (r >= dm.T) continue;
     const float inv = 1.0f / l[i];
-    float* orow = out + (std::size_t(b) * dm.T + r) * dm.C + std::size_t(h) * dm.hs;
+    float* orow = out + (std::size_t(b) * dm.T + r) * dm.O + dm.q_col(h);
 #pragma unroll
     for (int j = 0; j < DN; ++j) {
       const int d = tx + kSide * j;

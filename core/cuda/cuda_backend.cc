@@ -100,13 +100,34 @@ class CudaBackend final : public Backend {
   void gelu_backward(Stream& s, float* dinp, const float* inp, const float* dout, std::size_t n) override {
     cuda::gelu_backward(stream_of(s), dinp, inp, dout, n);
   }
-  void attention_forward(Stream& s, float* out, float* saved, const float* qkv, int B, int T, int C,
-                         int NH) override {
-    cuda::attention_forward(stream_of(s), out, saved, qkv, B, T, C, NH, attention_math(C, NH));
+  using Backend::attention_backward;  // GPT-2's (B, T, C, NH) forms
+  using Backend::attention_forward;
+  void attention_forward(Stream& s, float* out, float* saved, const float* qkv,
+                         const AttentionShape& a) override {
+    cuda::attention_forward(stream_of(s), out, saved, qkv, a, attention_math(a));
   }
   void attention_backward(Stream& s, float* dqkv, float* scratch, const float* dout, const float* qkv,
-                          const float* out, const float* saved, int B, int T, int C, int NH) override {
-    cuda::attention_backward(stream_of(s), dqkv, scratch, dout, qkv, out, saved, B, T, C, NH, attention_math(C, NH));
+                          const float* out, const float* saved, const AttentionShape& a) override {
+    cuda::attention_backward(stream_of(s), dqkv, scratch, dout, qkv, out, saved, a, attention_math(a));
+  }
+  void rmsnorm_forward(Stream& s, float* out, float* rstd, const float* inp, CView w, int N, int C,
+                       float eps) override {
+    cuda::rmsnorm_forward(stream_of(s), out, rstd, inp, w, N, C, eps);
+  }
+  void rmsnorm_backward(Stream& s, float* dinp, float* dw, const float* dout, const float* inp, CView w,
+                        const float* rstd, int N, int C) override {
+    cuda::rmsnorm_backward(stream_of(s), dinp, dw, dout, inp, w, rstd, N, C);
+  }
+  void rope(Stream& s, float* x, const float* table, int N, int T, int heads, int hd, int stride,
+            bool inverse) override {
+    cuda::rope(stream_of(s), x, table, N, T, heads, hd, stride, inverse);
+  }
+  void swiglu_forward(Stream& s, float* out, const float* gate_up, int N, int I) override {
+    cuda::swiglu_forward(stream_of(s), out, gate_up, N, I);
+  }
+  void swiglu_backward(Stream& s, float* dgate_up, const float* gate_up, const float* dout, int N,
+                       int I) override {
+    cuda::swiglu_backward(stream_of(s), dgate_up, gate_up, dout, N, I);
   }
   void add(Stream& s, float* out, const float* a, const float* b, std::size_t n) override {
     cuda::add(stream_of(s), out, a, b, n);
@@ -172,9 +193,10 @@ class CudaBackend final : public Backend {
   }
 
  private:
-  // bf16 tensor-core attention where asked for and the head fits it (up to 128).
-  AttentionMath attention_math(int C, int NH) const {
-    return attention_bf16_ && NH > 0 && C / NH <= 128 ? AttentionMath::bf16_tensor_cores : AttentionMath::fp32_simt;
+  // bf16 tensor-core attention where asked for and the head fits it (up to kMaxBf16HeadSize).
+  AttentionMath attention_math(const AttentionShape& a) const {
+    return attention_bf16_ && a.hd <= kMaxBf16HeadSize ? AttentionMath::bf16_tensor_cores
+                                                       : AttentionMath::fp32_simt;
   }
 
   CublasLtGemm gemm_;

@@ -1,7 +1,7 @@
-// The CUDA backend's elementwise kernels (GELU, add, axpy, fill, cast, bias, token embedding) over the
-// shared TZ_HOST_DEVICE math, written in the CPU backend's order of operations so they give its bits,
-// and the sums of bias_backward and encoder_backward, each output summed by one thread in a fixed order
-// (no atomics, no scratch).
+// The CUDA backend's elementwise kernels (GELU, add, axpy, fill, cast, bias, token and position
+// embedding, the latter optional) over the shared TZ_HOST_DEVICE math, written in the CPU backend's order
+// of operations so they give its bits, and the sums of bias_backward and encoder_backward, each output
+// summed by one thread in a fixed order (no atomics, no scratch).
 #include <type_traits>
 
 #include "core/cuda/cast_kernels.h"
@@ -38,14 +38,15 @@ __global__ void add_bias_kernel(float* out, const P* bias, std::size_t n, int co
   for (std::size_t i = first_index(); i < n; i += grid_stride()) out[i] = out[i] + to_float(bias[i % cols]);
 }
 
+// wpe null (no position table: Llama): the token's row alone.
 template <typename P>
 __global__ void encoder_forward_kernel(float* out, const std::int32_t* tokens, const P* wte, const P* wpe,
                                        std::size_t n, int T, int C) {
   for (std::size_t i = first_index(); i < n; i += grid_stride()) {
     const std::size_t pos = i / C;
     const std::size_t c = i % C;
-    const std::size_t t = pos % T;
-    out[i] = to_float(wte[std::size_t(tokens[pos]) * C + c]) + to_float(wpe[t * C + c]);
+    const float te = to_float(wte[std::size_t(tokens[pos]) * C + c]);
+    out[i] = wpe ? te + to_float(wpe[(pos % T) * C + c]) : te;
   }
 }
 
@@ -175,8 +176,8 @@ void bias_backward(cudaStream_t s, float* dbias, const float* dout, int rows, in
 
 void encoder_forward(cudaStream_t s, float* out, const std::int32_t* tokens, CView wte, CView wpe, int B,
                      int T, int C) {
-  TZ_CHECK(wte.dtype == wpe.dtype, "wte and wpe must share a dtype, got ", dtype_name(wte.dtype), " and ",
-           dtype_name(wpe.dtype));
+  TZ_CHECK(!wpe.ptr || wte.dtype == wpe.dtype, "wte and wpe must share a dtype, got ", dtype_name(wte.dtype),
+           " and ", dtype_name(wpe.dtype));
   TZ_CHECK(B >= 0 && T > 0 && C > 0, "encoder_forward needs B >= 0, T > 0, C > 0, got ", B, ", ", T, ", ", C);
   const std::size_t n = std::size_t(B) * T * C;
   with_param_type(wte.dtype, "embeddings", [&](auto* type) {
@@ -193,9 +194,11 @@ void encoder_backward(cudaStream_t s, float* dwte, float* dwpe, const float* dou
   TZ_CHECK(B >= 0 && T > 0 && C > 0, "encoder_backward needs B >= 0, T > 0, C > 0, got ", B, ", ", T, ", ",
            C);
   if (B == 0) return;
-  const std::size_t n = std::size_t(T) * C;
-  encoder_backward_wpe_kernel<<<grid_blocks(n), kThreads, 0, s>>>(dwpe, dout, B, T, C);
-  check_launch();
+  if (dwpe) {  // null: no position table (Llama)
+    const std::size_t n = std::size_t(T) * C;
+    encoder_backward_wpe_kernel<<<grid_blocks(n), kThreads, 0, s>>>(dwpe, dout, B, T, C);
+    check_launch();
+  }
   const dim3 wte_grid(unsigned((B * T + kWteWarps - 1) / kWteWarps), unsigned((C + 31) / 32));
   encoder_backward_wte_kernel<<<wte_grid, kWteWarps * 32, 0, s>>>(dwte, dout, tokens, B * T, C);
   check_launch();

@@ -49,11 +49,27 @@ void check_finite(cudaStream_t s, double* acc, const float* x, std::size_t n);
 void adamw(cudaStream_t s, float* p, float* m, float* v, const float* g, std::size_t n, const AdamStep& step, void* working,
            DType working_type);
 
-// attention_kernels.cu: fused causal attention with an online softmax (no [T,T] matrix in global
-// memory). lse: [B,NH,T] log-sum-exp of each query row's scaled scores (what backward needs);
-// drow: [B,NH,T] scratch (rowsum of dout * out).
-void attention_forward(cudaStream_t s, float* out, float* lse, const float* qkv, int B, int T, int C, int NH);
-void attention_backward(cudaStream_t s, float* dqkv, float* drow, const float* dout, const float* qkv, const float* out,
-                        const float* lse, int B, int T, int C, int NH);
+// attention_{forward,backward}_kernels.cu: fused causal attention with an online softmax (no [T,T]
+// matrix in global memory), grouped-query heads read in place (AttentionShape; KVH == NH is GPT-2's
+// multi-head). lse: [B,NH,T] log-sum-exp of each query row's scaled scores (what backward needs); drow:
+// [B,NH,T] scratch (rowsum of dout * out). Backward writes every element of dqkv; a key-value head's dK
+// and dV sum over its G = NH / KVH query heads in head order (one block owns them: no atomics). Head
+// sizes up to 256 (a larger one throws, naming it).
+void attention_forward(cudaStream_t s, float* out, float* lse, const float* qkv, const AttentionShape& a);
+void attention_backward(cudaStream_t s, float* dqkv, float* drow, const float* dout, const float* qkv,
+                        const float* out, const float* lse, const AttentionShape& a);
+
+// llama_kernels.cu: Llama's RMSNorm, rotary embedding and SwiGLU. rmsnorm: one block per row, the row's
+// sum of squares in a fixed tree; dw summed over rows in a fixed order (layernorm's column pattern).
+// rope and swiglu are elementwise over the shared math (math::rope_rotate, math::swiglu,
+// math::swiglu_grad): the CPU backend's bits.
+void rmsnorm_forward(cudaStream_t s, float* out, float* rstd, const float* inp, CView w, int N, int C,
+                     float eps);
+void rmsnorm_backward(cudaStream_t s, float* dinp, float* dw, const float* dout, const float* inp, CView w,
+                      const float* rstd, int N, int C);
+void rope(cudaStream_t s, float* x, const float* table, int N, int T, int heads, int hd, int stride,
+          bool inverse);
+void swiglu_forward(cudaStream_t s, float* out, const float* gate_up, int N, int I);
+void swiglu_backward(cudaStream_t s, float* dgate_up, const float* gate_up, const float* dout, int N, int I);
 
 }  // namespace tz::cuda

@@ -137,13 +137,22 @@ class DeferredBackend final : public Backend {
   void gelu_backward(Stream&, float*, const float*, const float*, std::size_t) override {
     none("gelu_backward");
   }
-  void attention_forward(Stream&, float*, float*, const float*, int, int, int, int) override {
+  void attention_forward(Stream&, float*, float*, const float*, const AttentionShape&) override {
     none("attention_forward");
   }
   void attention_backward(Stream&, float*, float*, const float*, const float*, const float*, const float*,
-                          int, int, int, int) override {
+                          const AttentionShape&) override {
     none("attention_backward");
   }
+  void rmsnorm_forward(Stream&, float*, float*, const float*, CView, int, int, float) override {
+    none("rmsnorm_forward");
+  }
+  void rmsnorm_backward(Stream&, float*, float*, const float*, const float*, CView, const float*, int, int) override {
+    none("rmsnorm_backward");
+  }
+  void rope(Stream&, float*, const float*, int, int, int, int, int, bool) override { none("rope"); }
+  void swiglu_forward(Stream&, float*, const float*, int, int) override { none("swiglu_forward"); }
+  void swiglu_backward(Stream&, float*, const float*, const float*, int, int) override { none("swiglu_backward"); }
   void add(Stream&, float*, const float*, const float*, std::size_t) override { none("add"); }
   void axpy(Stream&, float*, float, const float*, std::size_t) override { none("axpy"); }
   void softmax_xent(Stream&, float*, float*, const std::int32_t*, int, int, int, float) override {
