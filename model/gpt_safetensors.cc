@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "model/layout_safetensors.h"
 #include "model/safetensors_writer.h"
 
 namespace tz {
@@ -156,20 +157,8 @@ void load_gpt_safetensors(const std::string& path, const ParamLayout& layout,
 
 void save_gpt_safetensors(const std::string& path, const ParamLayout& layout,
                           const std::vector<const float*>& groups, DType dtype) {
-  TZ_CHECK(dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16, "saving GPT-2 weights to '",
-           path, "' as ", dtype_name(dtype), " is not supported; use fp32, bf16 or fp16");
-  TZ_CHECK(groups.size() == layout.groups.size(), "saving GPT-2 weights to '", path, "': got ", groups.size(),
-           " parameter groups but the layout has ", layout.groups.size());
-  const SafetensorsDType sd = to_safetensors_dtype(dtype);
-  std::vector<SafetensorsWriteTensor> tensors;
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    TZ_CHECK(groups[g] != nullptr, "saving GPT-2 weights to '", path, "': group ", layout.groups[g].name,
-             " has no data");
-    // hf_shape drops wte's padded rows: they are the tail of a row-major [padded_vocab, C] block.
-    for (const auto& t : layout.groups[g].tensors)
-      tensors.push_back({t.hf_name, sd, t.hf_shape, nullptr, groups[g] + t.offset, nullptr});
-  }
-  write_safetensors(path, std::move(tensors), {{"format", "pt"}});
+  // hf_shape drops wte's padded rows; GPT-2 stores Conv1D weights [in, out] as Hugging Face does.
+  save_layout_safetensors(path, layout, groups, dtype, "GPT-2 weights");
 }
 
 }  // namespace tz

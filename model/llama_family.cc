@@ -7,14 +7,14 @@
 
 #include "core/backend.h"
 #include "core/error.h"
+#include "model/layout_safetensors.h"
+#include "model/llama.h"
 #include "model/llama_layout.h"
 #include "model/seeded_normal.h"
 
 namespace tz {
 namespace {
 
-constexpr const char* kActs = "activations and scratch";
-constexpr std::size_t kLogitsChunkBytes = std::size_t(64) << 20;  // as GPT-2's LM head
 
 struct Preset {
   const char* name;
@@ -97,80 +97,22 @@ class LlamaFamily final : public ModelFamily {
   std::string describe(const ModelConfig& c) const override {
     char rope[64] = "";
     if (c.rope_factor > 0) std::snprintf(rope, sizeof rope, " (llama3 x%g)", c.rope_factor);
-    char b[320];
+    char b[384];
     std::snprintf(b, sizeof b,
                   "llama: %d layers, %d heads (%d key-value) of %d, %d wide, ffn %d, vocab %d (padded %d), %d "
-                  "positions, %s head%s, rope theta %g%s",
+                  "positions, %s head%s%s%s, rope theta %g%s, rms eps %g",
                   c.n_layer, c.n_head, c.n_kv_head, c.head_dim, c.n_embd, c.ffn_dim, c.vocab_size,
                   c.padded_vocab_size, c.max_seq_len, c.tied_head ? "tied" : "untied", c.qkv_bias ? ", qkv bias" : "",
-                  c.rope_theta, rope);
+                  c.o_bias ? ", o bias" : "", c.mlp_bias ? ", mlp bias" : "", c.rope_theta, rope, c.norm_eps);
     return b;
   }
 
   ParamLayout layout(const ModelConfig& c) const override { return llama_layout(c); }
   std::vector<int> gradient_order(const ParamLayout& layout) const override { return layout.backward_order(); }
 
-  // The buffers its forward and backward will take, named and sized as GPT-2's are: per-block
-  // activation checkpoints; per block (every block without activation checkpointing, else one set) the
-  // two RMSNorms' outputs and reciprocal RMS, q, k and v after RoPE, the attention's output and saved
-  // state, the residual after attention, the MLP's gate, up and their product; the final norm, a chunk of
-  // logits, the losses and tokens; backward's scratch; RoPE's cos and sin tables; the low-precision copies
-  // and the matmul workspace.
   std::vector<BufferSpec> buffers(const ModelConfig& c, ModelShape s, DType dt, ActivationCheckpointing ckpt,
                                   MemoryKind ckpt_kind, DeviceKind device) const override {
-    const LlamaDims d = LlamaDims::of(c);
-    const std::size_t B = s.B, T = s.T, BT = B * T, C = d.C, Q = std::size_t(d.H) * d.hd,
-                      KV = std::size_t(d.KV) * d.hd, I = d.I, Vp = c.padded_vocab_size;
-    const std::size_t rows = logits_rows(c, s);
-    std::vector<BufferSpec> v;
-    auto f = [&](std::string name, std::size_t floats) {
-      v.push_back({std::move(name), kActs, MemoryKind::device, floats * 4});
-    };
-    for (int l = 0; l <= c.n_layer; ++l)
-      v.push_back({ActivationCheckpoints::checkpoint_name(l),
-                   ckpt_kind == MemoryKind::device ? kActs : "activation checkpoints", ckpt_kind, BT * C * 4});
-    for (int i = 0; i < ActivationCheckpoints::staging_count(ckpt_kind, ckpt); ++i)
-      f(ActivationCheckpoints::staging_name(i), BT * C);
-    const int sets = ckpt == ActivationCheckpointing::off ? c.n_layer : 1;
-    for (int i = 0; i < sets; ++i) {
-      const std::string n = " [" + std::to_string(i) + "]";
-      f("activations norm1" + n, BT * C);
-      f("activations norm1 rstd" + n, BT);
-      f("activations q" + n, BT * Q);
-      f("activations k" + n, BT * KV);
-      f("activations v" + n, BT * KV);
-      f("activations attention output" + n, BT * Q);
-      f("activations attention probabilities" + n, attention_saved_floats(device, B, d.H, T));
-      f("activations residual after attention" + n, BT * C);
-      f("activations norm2" + n, BT * C);
-      f("activations norm2 rstd" + n, BT);
-      f("activations mlp gate" + n, BT * I);
-      f("activations mlp up" + n, BT * I);
-      f("activations mlp hidden" + n, BT * I);
-    }
-    f("activations final norm", BT * C);
-    f("activations final norm rstd", BT);
-    f("activations logits", rows * Vp);
-    f("activations losses", BT);
-    f("activations input tokens", BT);  // int32
-    f("activations target tokens", BT);
-    f("activations rope tables", 2 * T * (d.hd / 2));
-    f("activations residual gradient", BT * C);
-    f("activations norm gradient", BT * C);
-    f("activations attention output gradient", BT * Q);
-    f("activations qkv gradient", BT * (Q + 2 * KV));
-    f("activations mlp gradient", 2 * BT * I);
-    f("activations attention probability gradient", attention_scratch_floats(device, B, d.H, T));
-    const std::size_t widest = std::max({C, Q, I});
-    if (dt != DType::f32) {
-      v.push_back({"activations low-precision matmul input", kActs, MemoryKind::device, BT * widest * 2});
-      v.push_back({"activations low-precision gradient", kActs, MemoryKind::device,
-                   std::max(rows * Vp, BT * widest) * 2});
-    }
-    std::size_t ws = 0;
-    for (const GemmShape& g : gemm_shapes(c, s)) ws = std::max(ws, gemm_workspace_floats(device, dt, g));
-    if (ws) v.push_back({"matmul workspace", "matmul workspace", MemoryKind::device, ws * 4});
-    return v;
+    return Llama::buffers(c, s, dt, ckpt, ckpt_kind, device);
   }
 
   double activation_bytes_bound(const ModelConfig& c, ModelShape s) const override {
@@ -214,14 +156,9 @@ class LlamaFamily final : public ModelFamily {
     }
   }
 
-  std::string unavailable() const override {
-    return "training the Llama family is not built yet (its forward and backward come next); `tierzero plan` "
-           "plans it";
-  }
-
-  std::unique_ptr<Model> make(Device&, const ModelConfig&, ModelShape, DType, ActivationCheckpointing,
-                              PlannedBuffers&, MemoryKind) const override {
-    TZ_FAIL(unavailable());
+  std::unique_ptr<Model> make(Device& dev, const ModelConfig& c, ModelShape s, DType dt, ActivationCheckpointing ckpt,
+                              PlannedBuffers& planned, MemoryKind ckpt_kind) const override {
+    return std::make_unique<Llama>(dev, c, s, dt, ckpt, planned, ckpt_kind);
   }
   ModelConfig config_from_safetensors(const std::string& path, int) const override {
     TZ_FAIL("reading ", path, " as a Llama-family model is not built yet (Hugging Face folders come with the "
@@ -231,9 +168,10 @@ class LlamaFamily final : public ModelFamily {
                         const SeenBytes&) const override {
     TZ_FAIL("reading ", path, " as a Llama-family model is not built yet");
   }
-  void save_safetensors(const std::string& path, const ParamLayout&, const std::vector<const float*>&,
-                        DType) const override {
-    TZ_FAIL("writing ", path, " as a Llama-family model is not built yet");
+  // Hugging Face's names and [out, in] matrices are the layout's own: the file is the layout's tensors.
+  void save_safetensors(const std::string& path, const ParamLayout& layout, const std::vector<const float*>& groups,
+                        DType dtype) const override {
+    save_layout_safetensors(path, layout, groups, dtype, "Llama-family weights");
   }
 
  private:
@@ -245,34 +183,6 @@ class LlamaFamily final : public ModelFamily {
     return std::size_t(vocab_rows) * C * (c.tied_head ? 1 : 2) + std::size_t(c.n_layer) * block + C;
   }
 
-  static std::size_t logits_rows(const ModelConfig& c, ModelShape s) {
-    const std::size_t BT = std::size_t(s.B) * s.T, row = std::size_t(c.padded_vocab_size) * sizeof(float);
-    std::size_t rows = std::clamp<std::size_t>(kLogitsChunkBytes / row, 1, BT);
-    if (s.max_logits_rows > 0) rows = std::min<std::size_t>(rows, std::size_t(s.max_logits_rows));
-    return rows;
-  }
-
-  // Every product forward and backward will run ([out, in] weights: x W^T), for the matmul workspace.
-  static std::vector<GemmShape> gemm_shapes(const ModelConfig& c, ModelShape s) {
-    const LlamaDims d = LlamaDims::of(c);
-    const int BT = s.B * s.T, C = d.C, Q = d.H * d.hd, KV = d.KV * d.hd, I = d.I, Vp = c.padded_vocab_size;
-    const int R = int(logits_rows(c, s));
-    const Trans N = Trans::no, T = Trans::yes;
-    std::vector<GemmShape> v;
-    for (auto [in, out] : {std::pair{C, Q}, {C, KV}, {Q, C}, {C, I}, {I, C}}) {
-      v.push_back({N, T, BT, out, in});  // forward
-      v.push_back({N, N, BT, in, out});  // input gradient
-      v.push_back({T, N, out, in, BT});  // weight gradient
-    }
-    std::vector<int> rows{R};
-    if (BT % R) rows.push_back(BT % R);
-    for (int r : rows) {
-      v.push_back({N, T, r, Vp, C});
-      v.push_back({N, N, r, C, Vp});
-      v.push_back({T, N, Vp, C, r});
-    }
-    return v;
-  }
 };
 
 }  // namespace

@@ -63,10 +63,6 @@ class ModelFamily {
   virtual void init_group(const ModelConfig& cfg, const ParamLayout& layout, std::uint64_t seed, int g,
                           std::vector<float>& values) const = 0;
 
-  // Why this build cannot train the family ("" when it can): `train` refuses with it before anything is
-  // allocated, while `plan` plans the family all the same.
-  virtual std::string unavailable() const { return {}; }
-
   // The model, taking every buffer buffers() lists from `planned`.
   virtual std::unique_ptr<Model> make(Device& dev, const ModelConfig& cfg, ModelShape shape, DType param_dtype,
                                       ActivationCheckpointing ckpt, PlannedBuffers& planned,

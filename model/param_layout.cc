@@ -7,7 +7,7 @@
 namespace tz {
 
 std::size_t add_tensor(GroupSpec& g, std::string name, std::string hf_name, std::vector<std::int64_t> shape,
-                       std::vector<std::int64_t> hf_shape, bool decay) {
+                       std::vector<std::int64_t> hf_shape, bool decay, bool packed) {
   TensorSpec t;
   t.name = std::move(name);
   t.hf_name = std::move(hf_name);
@@ -17,7 +17,8 @@ std::size_t add_tensor(GroupSpec& g, std::string name, std::string hf_name, std:
   for (auto d : t.shape) t.count *= std::size_t(d);
   t.decay = decay;
   t.offset = g.count;
-  g.count = (g.count + t.count + kTensorAlign - 1) / kTensorAlign * kTensorAlign;
+  g.count += t.count;
+  if (!packed) g.count = (g.count + kTensorAlign - 1) / kTensorAlign * kTensorAlign;
   g.tensors.push_back(std::move(t));
   return g.tensors.back().offset;
 }

@@ -38,9 +38,11 @@ struct GroupSpec {
   std::size_t count = 0;  // elements including alignment padding
 };
 
-// Appends a tensor at the group's aligned end and returns its offset; hf_shape empty: the same as shape.
+// Appends a tensor at the group's end and returns its offset; hf_shape empty: the same as shape. The
+// group's end is then aligned to kTensorAlign, unless `packed`: the next tensor starts right after this
+// one (tensors a product reads as one matrix, as Llama's q/k/v).
 std::size_t add_tensor(GroupSpec& g, std::string name, std::string hf_name, std::vector<std::int64_t> shape,
-                       std::vector<std::int64_t> hf_shape, bool decay);
+                       std::vector<std::int64_t> hf_shape, bool decay, bool packed = false);
 
 struct ParamLayout {
   std::vector<GroupSpec> groups;  // [embedding, block.0 .. block.L-1, final_norm]

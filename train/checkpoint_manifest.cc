@@ -160,7 +160,21 @@ json manifest_to_json(const CheckpointManifest& m) {
             {"n_embd", m.model.n_embd},
             {"vocab_size", m.model.vocab_size},
             {"padded_vocab_size", m.model.padded_vocab_size},
-            {"max_seq_len", m.model.max_seq_len}}},
+            {"max_seq_len", m.model.max_seq_len},
+            // What the Llama family reads (GPT-2 leaves them at their defaults).
+            {"n_kv_head", m.model.n_kv_head},
+            {"head_dim", m.model.head_dim},
+            {"ffn_dim", m.model.ffn_dim},
+            {"norm_eps", m.model.norm_eps},
+            {"rope_theta", m.model.rope_theta},
+            {"rope_factor", m.model.rope_factor},
+            {"rope_low_freq_factor", m.model.rope_low_freq_factor},
+            {"rope_high_freq_factor", m.model.rope_high_freq_factor},
+            {"rope_original_max_seq_len", m.model.rope_original_max_seq_len},
+            {"tied_head", m.model.tied_head},
+            {"qkv_bias", m.model.qkv_bias},
+            {"o_bias", m.model.o_bias},
+            {"mlp_bias", m.model.mlp_bias}}},
           {"dtype", m.dtype},
           {"writer",
            {{"world", m.world},
@@ -212,6 +226,23 @@ CheckpointManifest manifest_from_json(const json& j, const std::string& src) {
   m.model.vocab_size = mo.i32("vocab_size", 2, 1 << 24);
   m.model.padded_vocab_size = mo.i32("padded_vocab_size", 2, 1 << 24);
   m.model.max_seq_len = mo.i32("max_seq_len", 1, 1 << 24);
+  // Absent in checkpoints written before the Llama family: GPT-2's defaults.
+  const json& mj = j.at("model");
+  if (mj.contains("n_kv_head")) {
+    m.model.n_kv_head = mo.i32("n_kv_head", 0, 1 << 20);
+    m.model.head_dim = mo.i32("head_dim", 0, 1 << 20);
+    m.model.ffn_dim = mo.i32("ffn_dim", 0, 1 << 24);
+    m.model.norm_eps = mo.real("norm_eps", 0, 1);
+    m.model.rope_theta = mo.real("rope_theta", 0, 1e300);
+    m.model.rope_factor = mo.real("rope_factor", 0, 1e300);
+    m.model.rope_low_freq_factor = mo.real("rope_low_freq_factor", 0, 1e300);
+    m.model.rope_high_freq_factor = mo.real("rope_high_freq_factor", 0, 1e300);
+    m.model.rope_original_max_seq_len = mo.i32("rope_original_max_seq_len", 0, 1 << 24);
+    m.model.tied_head = mo.boolean("tied_head");
+    m.model.qkv_bias = mo.boolean("qkv_bias");
+    m.model.o_bias = mo.boolean("o_bias");
+    m.model.mlp_bias = mo.boolean("mlp_bias");
+  }
   try {
     m.model.validate();
   } catch (const Error& e) {

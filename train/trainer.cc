@@ -31,8 +31,6 @@ double ms_since(Clock::time_point t0) {
 }
 
 void check_options(const TrainOptions& opt, int world) {
-  const std::string unavailable = model_family(opt.model).unavailable();
-  TZ_CHECK(unavailable.empty(), "cannot train ", opt.model_name, " (", opt.model.describe(), "): ", unavailable);
   TZ_CHECK(opt.steps >= 1, "--steps must be at least 1, got ", opt.steps);
   TZ_CHECK(opt.micro_batch >= 1, "--micro-batch must be at least 1, got ", opt.micro_batch);
   TZ_CHECK(opt.grad_accum >= 1, "--grad-accum must be at least 1, got ", opt.grad_accum);

@@ -42,6 +42,7 @@ struct Variant {
   DType dtype;
   int stage;
   Tier optimizer;
+  const char* model = "tiny";
 };
 
 class ResumeIsExact : public ::testing::TestWithParam<Variant> {};
@@ -52,6 +53,8 @@ TEST_P(ResumeIsExact, TenStepsThenResumeTo20EqualsTwentyStepsStraight) {
   const Variant v = GetParam();
   testing::TestDir d;
   auto setup = [&](TrainOptions o) {
+    o.model = model_preset(v.model);
+    o.model_name = v.model;
     o.dtype = v.dtype;
     o.zero.stage = v.stage;
     o.offload.optimizer = v.optimizer;
@@ -90,7 +93,10 @@ INSTANTIATE_TEST_SUITE_P(Checkpoint, ResumeIsExact,
                          ::testing::Values(Variant{"fp32_stage0", DType::f32, 0, Tier::device},
                                            Variant{"bf16_stage3_cpu_offload", DType::bf16, 3, Tier::host},
                                            Variant{"bf16_stage2_nvme_offload", DType::bf16, 2, Tier::nvme},
-                                           Variant{"fp16_stage1_loss_scaler", DType::f16, 1, Tier::device}),
+                                           Variant{"fp16_stage1_loss_scaler", DType::f16, 1, Tier::device},
+                                           Variant{"llama_fp32_stage0", DType::f32, 0, Tier::device, "llama-tiny"},
+                                           Variant{"llama_bf16_stage3_cpu_offload", DType::bf16, 3, Tier::host,
+                                                   "llama-tiny"}),
                          [](const auto& info) { return std::string(info.param.name); });
 
 // A crash at each phase of the step-10 save (after the data files, after the manifest, after the
