@@ -32,9 +32,11 @@ foreach(c
                    COMMAND ${TZ_BIN} plan ${args} REGEX "${regex}")
 endforeach()
 
-# The largest model the bounds allow is planned within a second, its byte counts exact (2.1e14 parameters:
-# 4 x 768.01 TiB of fp32 states), none wrapped.
-tz_add_exit_test(launch_plan_largest_model STATUS 0 MAX_SECONDS 1 TIMEOUT 30 LABELS launch
+# The largest model the bounds allow is planned in a fraction of a second (0.21 s in the Release build on
+# a 2-core Xeon VM; 3 s allowed: the poisoned ASan build runs it about 5 times slower, and a loaded CI
+# machine took 1.57 s there), its byte counts exact (2.1e14 parameters: 4 x 768.01 TiB of fp32 states),
+# none wrapped.
+tz_add_exit_test(launch_plan_largest_model STATUS 0 MAX_SECONDS 3 TIMEOUT 30 LABELS launch
                  COMMAND ${TZ_BIN} plan --n-layer 4096 --n-embd 65536 --n-head 64
                  REGEX "adam v +device +768.01 TiB" "total +device +3076.07 TiB of unlimited")
 
