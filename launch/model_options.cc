@@ -1,9 +1,11 @@
 // Model-choosing flags and their resolution into a ModelConfig.
 #include "launch/model_options.h"
 
+#include <tuple>
 #include <utility>
 
 #include "core/error.h"
+#include "model/hf_folder.h"
 #include "model/model_family.h"
 
 namespace po = boost::program_options;
@@ -55,6 +57,20 @@ std::string resolve_model_name(const ModelFlags& f) {
 ModelConfig model_from_file(const ModelFlags& f, const std::string& path) {
   TZ_CHECK(f.n_head >= 0 && f.n_head <= kMaxWidth, "--n-head must be in [0, ", kMaxWidth, "] (0: the preset's), got ",
            f.n_head);
+  if (is_hf_folder(path)) {
+    // config.json gives the shape and the family; a size flag may only repeat it.
+    const ModelConfig c = read_hf_config(path);
+    for (auto [flag, given, has] : {std::tuple{"--n-layer", f.n_layer, c.n_layer}, {"--n-head", f.n_head, c.n_head},
+                                    {"--n-embd", f.n_embd, c.n_embd}, {"--vocab", f.vocab, c.vocab_size}})
+      TZ_CHECK(given == 0 || given == has, flag, " ", given, " contradicts ", path, "/config.json, which gives ", has,
+               ": drop the flag");
+    TZ_CHECK(f.seq_len <= c.max_seq_len, "--seq-len ", f.seq_len, " exceeds ", path,
+             "/config.json's max_position_embeddings (", c.max_seq_len, ")");
+    TZ_CHECK(c.sliding_window == 0 || f.seq_len <= c.sliding_window, "--seq-len ", f.seq_len, " is longer than ", path,
+             "/config.json's sliding_window (", c.sliding_window, "), and windowed attention is not built: use --seq-len ",
+             c.sliding_window, " or less");
+    return c;
+  }
   const ModelConfig c = model_family(model_preset(f.preset)).config_from_safetensors(path, f.n_head);
   TZ_CHECK(f.seq_len <= c.max_seq_len, "--seq-len ", f.seq_len, " exceeds the position table of ", path, " (",
            c.max_seq_len, " rows)");

@@ -27,10 +27,11 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
       "val-data", po::value(&f.o.val_data)->default_value(""),
       "validation tokens (with --data default: the corpus' last 10%)")(
       "init-from", po::value(&f.o.init_from)->default_value(""),
-      "start from a Hugging Face GPT-2 safetensors file (F32, F16 or BF16); the file sets the sizes, the "
-      "head count comes from --n-head or the GPT-2 preset of the same width")(
+      "start from a Hugging Face model folder (config.json and model.safetensors or its shards: Llama, "
+      "Mistral, Qwen2, GPT-2; F32, F16 or BF16), whose config sets the model, or a GPT-2 safetensors file "
+      "(the head count from --n-head or the GPT-2 preset of the same width)")(
       "save-safetensors", po::value(&f.o.save_safetensors)->default_value(""),
-      "after training, write the model as GPT2LMHeadModel safetensors (F32)")(
+      "after training, write the weights as one safetensors file with Hugging Face's names (F32)")(
       "metrics", po::value(&f.o.metrics)->default_value(""),
       "write one JSON object per step (and per validation) to this JSONL file, created anew")(
       "steps", po::value(&f.o.steps)->default_value(f.o.steps), "optimizer steps")(

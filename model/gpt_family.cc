@@ -9,6 +9,8 @@
 #include "model/gpt_init.h"
 #include "model/gpt_layout.h"
 #include "model/gpt_safetensors.h"
+#include "model/hf_config_fields.h"
+#include "model/hf_folder.h"
 
 namespace tz {
 namespace {
@@ -114,8 +116,32 @@ class Gpt2Family final : public ModelFamily {
     return std::make_unique<Gpt>(dev, c, s, dt, ckpt, planned, ckpt_kind);
   }
 
-  // n_head is not in a GPT-2 file: 0 takes the preset's of the same depth and width.
+  std::vector<std::string> hf_architectures() const override { return {"GPT2LMHeadModel"}; }
+
+  // transformers' GPT2Config, with its defaults; what this GPT-2 hard-wires must match.
+  ModelConfig config_from_hf(const nlohmann::json& j, const std::string& source) const override {
+    const HfFields f(j, source);
+    ModelConfig c;
+    c.n_layer = f.integer("n_layer", 12, 1, kMaxLayers);
+    c.n_head = f.integer("n_head", 12, 1, kMaxWidth);
+    c.n_embd = f.integer("n_embd", 768, 1, kMaxWidth);
+    c.vocab_size = f.integer("vocab_size", 50257, 2, kMaxVocab);
+    c.padded_vocab_size = ModelConfig::pad_vocab(c.vocab_size);
+    c.max_seq_len = f.integer("n_positions", 1024, 1, kMaxSeqLen);
+    const std::string act = f.text("activation_function", "gelu_new");
+    TZ_CHECK(act == "gelu_new" || act == "gelu_pytorch_tanh", source, ": \"activation_function\" is '", act,
+             "'; GPT-2 here is built with the tanh GELU (gelu_new)");
+    TZ_CHECK(f.number("layer_norm_epsilon", 1e-5) == 1e-5, source, ": \"layer_norm_epsilon\" must be 1e-05");
+    TZ_CHECK(f.integer("n_inner", 4 * c.n_embd, 1, 4 * kMaxWidth) == 4 * c.n_embd, source,
+             ": \"n_inner\" must be 4 x n_embd (", 4 * c.n_embd, ")");
+    TZ_CHECK(f.boolean("tie_word_embeddings", true), source, ": GPT-2 here ties its head to wte");
+    return c;
+  }
+
+  // A folder's config.json gives every size. n_head is not in a GPT-2 file: 0 takes the preset's of the
+  // same depth and width.
   ModelConfig config_from_safetensors(const std::string& path, int n_head) const override {
+    if (is_hf_folder(path)) return read_hf_config(path);
     if (n_head == 0) {
       const ModelConfig file = infer_gpt_config_from_safetensors(path, 1);
       for (const std::string& name : preset_names()) {
@@ -130,7 +156,11 @@ class Gpt2Family final : public ModelFamily {
 
   void load_safetensors(const std::string& path, const ParamLayout& layout, std::vector<std::vector<float>>& groups,
                         const SeenBytes& seen) const override {
-    load_gpt_safetensors(path, layout, groups, seen);
+    if (!is_hf_folder(path)) return load_gpt_safetensors(path, layout, groups, seen);
+    const HfWeightFiles w = hf_weight_files(path);
+    TZ_CHECK(w.files.size() == 1 && w.index.empty(), path,
+             " is sharded: GPT-2 folders are read from one model.safetensors (save with a larger max_shard_size)");
+    load_gpt_safetensors(w.files[0], layout, groups, seen);
   }
 
   void save_safetensors(const std::string& path, const ParamLayout& layout, const std::vector<const float*>& groups,

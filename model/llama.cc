@@ -142,6 +142,9 @@ void Llama::init(PlannedBuffers& planned) {
            "] (the model's max_position_embeddings)");
   TZ_CHECK(dtype_ == DType::f32 || dtype_ == DType::bf16 || dtype_ == DType::f16, "unsupported compute dtype ",
            dtype_name(dtype_));
+  TZ_CHECK(cfg_.sliding_window == 0 || shape_.T <= cfg_.sliding_window, "seq-len ", shape_.T,
+           " is longer than the model's attention window (sliding_window ", cfg_.sliding_window,
+           "), which is not built: train with --seq-len ", cfg_.sliding_window, " or less");
   off_ = std::make_unique<Offsets>();
   Offsets& o = *off_;
   o.embed = offset_of(layout_, "model.embed_tokens.weight");

@@ -4,9 +4,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 
 #include "core/backend.h"
 #include "core/error.h"
+#include "model/hf_config_fields.h"
+#include "model/hf_folder.h"
 #include "model/layout_safetensors.h"
 #include "model/llama.h"
 #include "model/llama_layout.h"
@@ -95,8 +98,10 @@ class LlamaFamily final : public ModelFamily {
   std::size_t num_parameters_unpadded(const ModelConfig& c) const override { return count(c, c.vocab_size); }
 
   std::string describe(const ModelConfig& c) const override {
-    char rope[64] = "";
+    char rope[96] = "";
     if (c.rope_factor > 0) std::snprintf(rope, sizeof rope, " (llama3 x%g)", c.rope_factor);
+    if (c.sliding_window > 0)
+      std::snprintf(rope + std::strlen(rope), sizeof rope - std::strlen(rope), ", window %d", c.sliding_window);
     char b[384];
     std::snprintf(b, sizeof b,
                   "llama: %d layers, %d heads (%d key-value) of %d, %d wide, ffn %d, vocab %d (padded %d), %d "
@@ -160,14 +165,70 @@ class LlamaFamily final : public ModelFamily {
                               PlannedBuffers& planned, MemoryKind ckpt_kind) const override {
     return std::make_unique<Llama>(dev, c, s, dt, ckpt, planned, ckpt_kind);
   }
+  std::vector<std::string> hf_architectures() const override {
+    return {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM"};
+  }
+
+  // transformers' LlamaConfig, MistralConfig and Qwen2Config, with their defaults for absent fields.
+  ModelConfig config_from_hf(const nlohmann::json& j, const std::string& source) const override {
+    const HfFields f(j, source);
+    const std::string arch = j.at("architectures")[0].get<std::string>();
+    const bool qwen2 = arch == "Qwen2ForCausalLM", mistral = arch == "MistralForCausalLM";
+    TZ_CHECK(!f.has("quantization_config"), source, ": \"quantization_config\": quantized weights are not read");
+    const std::string act = f.text("hidden_act", "silu");
+    TZ_CHECK(act == "silu", source, ": \"hidden_act\" is '", act, "'; only silu (SwiGLU) is built");
+    ModelConfig c;
+    c.family = "llama";
+    c.n_layer = f.integer("num_hidden_layers", 32, 1, kMaxLayers);
+    c.n_head = f.integer("num_attention_heads", 32, 1, kMaxWidth);
+    c.n_kv_head = f.integer("num_key_value_heads", c.n_head, 1, kMaxWidth);
+    c.n_embd = f.integer("hidden_size", 4096, 1, kMaxWidth);
+    c.head_dim = f.integer("head_dim", c.n_embd / c.n_head, 1, kMaxWidth);
+    c.ffn_dim = f.integer("intermediate_size", 11008, 1, 4 * kMaxWidth);
+    c.vocab_size = f.integer("vocab_size", 32000, 2, kMaxVocab);
+    c.padded_vocab_size = ModelConfig::pad_vocab(c.vocab_size);
+    c.max_seq_len = f.integer("max_position_embeddings", 2048, 1, kMaxSeqLen);
+    c.norm_eps = f.number("rms_norm_eps", 1e-6);
+    c.tied_head = f.boolean("tie_word_embeddings", false);
+    c.qkv_bias = qwen2 || f.boolean("attention_bias", false);  // Qwen2's q/k/v always have biases
+    c.o_bias = !qwen2 && f.boolean("attention_bias", false);
+    c.mlp_bias = f.boolean("mlp_bias", false);
+    if (mistral || (qwen2 && f.boolean("use_sliding_window", false)))
+      c.sliding_window = f.integer("sliding_window", 0, 0, kMaxSeqLen);
+    // transformers 5 keeps theta and the scaling in "rope_parameters"; 4.x in "rope_theta" and "rope_scaling".
+    const HfFields rp = f.object("rope_parameters");
+    const HfFields rs = f.has("rope_parameters") ? rp : f.object("rope_scaling");
+    c.rope_theta = f.has("rope_parameters") ? rp.number("rope_theta", 10000) : f.number("rope_theta", 10000);
+    const std::string type = rs.text("rope_type", rs.text("type", "default"));
+    if (type == "llama3") {
+      c.rope_factor = rs.number("factor", 8);
+      c.rope_low_freq_factor = rs.number("low_freq_factor", 1);
+      c.rope_high_freq_factor = rs.number("high_freq_factor", 4);
+      c.rope_original_max_seq_len = rs.integer("original_max_position_embeddings", 8192, 1, kMaxSeqLen);
+    } else {
+      TZ_CHECK(type == "default", source, ": rope scaling of type '", type,
+               "' is not built (default and llama3 are)");
+    }
+    return c;
+  }
+
+  // A folder's config.json; a bare file says nothing of heads, biases or RoPE.
   ModelConfig config_from_safetensors(const std::string& path, int) const override {
-    TZ_FAIL("reading ", path, " as a Llama-family model is not built yet (Hugging Face folders come with the "
-            "family's forward and backward)");
+    TZ_CHECK(is_hf_folder(path), path, " is a file: a Llama-family model is read from its Hugging Face folder "
+             "(config.json beside model.safetensors); give the folder");
+    return read_hf_config(path);
   }
-  void load_safetensors(const std::string& path, const ParamLayout&, std::vector<std::vector<float>>&,
-                        const SeenBytes&) const override {
-    TZ_FAIL("reading ", path, " as a Llama-family model is not built yet");
+
+  // By Hugging Face's names from the folder's file or shards; old checkpoints' RoPE buffers are skipped and
+  // a tied model's lm_head.weight, when saved, must be the embedding.
+  void load_safetensors(const std::string& path, const ParamLayout& layout, std::vector<std::vector<float>>& groups,
+                        const SeenBytes& seen) const override {
+    const bool tied = layout.find("lm_head.weight") == nullptr;
+    std::vector<HfTie> ties;
+    if (tied) ties.push_back({"lm_head.weight", "model.embed_tokens.weight"});
+    load_hf_tensors(path, layout, groups, seen, {".rotary_emb.inv_freq"}, ties);
   }
+
   // Hugging Face's names and [out, in] matrices are the layout's own: the file is the layout's tensors.
   void save_safetensors(const std::string& path, const ParamLayout& layout, const std::vector<const float*>& groups,
                         DType dtype) const override {

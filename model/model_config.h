@@ -40,6 +40,8 @@ struct ModelConfig {
   bool qkv_bias = false;          // q, k and v projections with biases (Qwen2; Llama's attention_bias)
   bool o_bias = false;            // the attention output projection with a bias (Llama's attention_bias)
   bool mlp_bias = false;          // the MLP's projections with biases [mlp_bias]
+  int sliding_window = 0;         // attention window (Mistral) [sliding_window]; 0: none. Not built: a
+                                  // sequence longer than the window is refused
 
   // Rounds the vocabulary up to a multiple of 128 (50257 -> 50304 as llm.c; 256 stays 256).
   static int pad_vocab(int vocab);

@@ -3,6 +3,8 @@
 
 #include <mutex>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "model/gpt_family.h"
 #include "model/llama_family.h"
@@ -54,6 +56,10 @@ const ModelFamily& model_family(const std::string& name) {
     known += (known.empty() ? "" : ", ") + f->name();
   }
   TZ_FAIL("unknown model family '", name.substr(0, 64), "': this tierzero knows ", known);
+}
+
+ModelConfig ModelFamily::config_from_hf(const nlohmann::json&, const std::string& source) const {
+  TZ_FAIL(source, ": the ", name(), " family reads no Hugging Face config.json");
 }
 
 std::vector<std::string> model_family_names() {

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include "core/buffer_plan.h"
 #include "core/device.h"
 #include "model/activation_checkpoints.h"
@@ -68,7 +70,13 @@ class ModelFamily {
                                       ActivationCheckpointing ckpt, PlannedBuffers& planned,
                                       MemoryKind checkpoint_kind) const = 0;
 
-  // Hugging Face safetensors files. The shape a file implies, given what it does not store (n_head: 0
+  // Hugging Face model folders: the architectures (config.json's "architectures") this family reads, and
+  // the shape a config.json gives, refusing fields that change the math and are not built (naming them
+  // and `source`). By default a family reads none.
+  virtual std::vector<std::string> hf_architectures() const { return {}; }
+  virtual ModelConfig config_from_hf(const nlohmann::json& config, const std::string& source) const;
+
+  // Hugging Face safetensors files or folders. The shape a file implies, given what it does not store (n_head: 0
   // takes a preset's whose other sizes match, else refuses naming the flag to give).
   virtual ModelConfig config_from_safetensors(const std::string& path, int n_head) const = 0;
   // Fills groups[g] (resized to the layout's counts, padding zero) with the file's values as fp32;

@@ -174,7 +174,8 @@ json manifest_to_json(const CheckpointManifest& m) {
             {"tied_head", m.model.tied_head},
             {"qkv_bias", m.model.qkv_bias},
             {"o_bias", m.model.o_bias},
-            {"mlp_bias", m.model.mlp_bias}}},
+            {"mlp_bias", m.model.mlp_bias},
+            {"sliding_window", m.model.sliding_window}}},
           {"dtype", m.dtype},
           {"writer",
            {{"world", m.world},
@@ -242,6 +243,7 @@ CheckpointManifest manifest_from_json(const json& j, const std::string& src) {
     m.model.qkv_bias = mo.boolean("qkv_bias");
     m.model.o_bias = mo.boolean("o_bias");
     m.model.mlp_bias = mo.boolean("mlp_bias");
+    if (mj.contains("sliding_window")) m.model.sliding_window = mo.i32("sliding_window", 0, 1 << 24);
   }
   try {
     m.model.validate();
