@@ -1,4 +1,4 @@
-// `tierzero ckpt inspect PATH` and `tierzero ckpt export PATH --to FILE`: checkpoints outside training.
+// `tierzero ckpt inspect PATH` and `tierzero ckpt export PATH --to FILE|DIR`: checkpoints outside training.
 #include <boost/program_options.hpp>
 #include <cstdio>
 #include <iostream>
@@ -16,7 +16,8 @@ namespace {
 
 const char* kUsage =
     "usage: tierzero ckpt inspect PATH              summary of a checkpoint, every checksum verified\n"
-    "       tierzero ckpt export PATH --to FILE     its weights as Hugging Face GPT-2 safetensors\n"
+    "       tierzero ckpt export PATH --to FILE     its weights as one safetensors file, Hugging Face's names\n"
+    "       tierzero ckpt export PATH --format hf --to DIR   a Hugging Face model folder\n"
     "PATH: a checkpoint folder (step-NNNNNNNN) or a --save-dir folder (the checkpoint --resume latest takes)\n";
 
 // Parses `args` with PATH as the one positional argument; false when --help was given (printed).
@@ -42,18 +43,37 @@ int inspect(const std::vector<std::string>& args) {
 }
 
 int export_cmd(const std::vector<std::string>& args) {
-  std::string path, to, dtype = "fp32";
+  std::string path, to, dtype = "fp32", format = "safetensors", shard = "5e9", copy_from;
   po::options_description desc(
-      "tierzero ckpt export PATH --to FILE: write a checkpoint's fp32 master weights as a Hugging Face GPT-2 "
-      "safetensors file (GPT2LMHeadModel names), one tensor in memory at a time\n\nflags");
+      "tierzero ckpt export PATH --to FILE|DIR: write a checkpoint's fp32 master weights by Hugging Face's "
+      "names, one tensor in memory at a time: as one safetensors file, or (--format hf) as a model folder "
+      "transformers' from_pretrained loads (config.json, model.safetensors or shards with their index)\n\nflags");
   desc.add_options()("help,h", "print this help")("path", po::value(&path), "checkpoint or --save-dir folder")(
-      "to", po::value(&to), "the safetensors file to write (atomically)")(
-      "dtype", po::value(&dtype)->default_value(dtype), "fp32, bf16 or fp16");
+      "to", po::value(&to), "the safetensors file, or with --format hf the new or empty folder, to write (atomically)")(
+      "format", po::value(&format)->default_value(format), "safetensors (one file) or hf (a model folder)")(
+      "dtype", po::value(&dtype)->default_value(dtype), "fp32, bf16 or fp16 (config.json's torch_dtype)")(
+      "shard-size", po::value(&shard)->default_value(shard),
+      "--format hf: the most bytes of weights per safetensors file (Hugging Face's max_shard_size)")(
+      "copy-from", po::value(&copy_from)->default_value(""),
+      "--format hf: the model folder training started from, whose config.json, tokenizer and generation files "
+      "are carried over (its shape must be the checkpoint's)");
   po::variables_map vm;
   if (!parse_with_path(args, desc, vm)) return 0;
-  TZ_CHECK(!path.empty() && !to.empty(), "tierzero ckpt export needs a PATH and --to FILE\n", kUsage);
-  const std::string dir = export_checkpoint(path, to, parse_compute_dtype(dtype));
-  std::printf("exported %s to %s (%s)\n", dir.c_str(), to.c_str(), dtype.c_str());
+  TZ_CHECK(!path.empty() && !to.empty(), "tierzero ckpt export needs a PATH and --to\n", kUsage);
+  TZ_CHECK(format == "safetensors" || format == "hf", "--format '", format, "' is not one of safetensors, hf");
+  TZ_CHECK(format == "hf" || (vm["shard-size"].defaulted() && copy_from.empty()),
+           "--shard-size and --copy-from apply to --format hf only");
+  const DType dt = parse_compute_dtype(dtype);
+  std::string dir;
+  if (format == "hf") {
+    const std::size_t shard_bytes = parse_count("shard-size", shard);
+    TZ_CHECK(shard_bytes >= 1, "--shard-size must be at least 1 byte, got ", shard);
+    dir = export_checkpoint_hf(path, to, dt, shard_bytes, copy_from);
+  } else {
+    dir = export_checkpoint(path, to, dt);
+  }
+  std::printf("exported %s to %s (%s%s)\n", dir.c_str(), to.c_str(), dtype.c_str(),
+              format == "hf" ? ", Hugging Face folder" : "");
   return 0;
 }
 

@@ -32,6 +32,14 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
       "(the head count from --n-head or the GPT-2 preset of the same width)")(
       "save-safetensors", po::value(&f.o.save_safetensors)->default_value(""),
       "after training, write the weights as one safetensors file with Hugging Face's names (F32)")(
+      "save-hf", po::value(&f.o.save_hf)->default_value(""),
+      "after training, write a Hugging Face model folder (config.json, model.safetensors or shards with their "
+      "index, and --init-from's tokenizer and generation files) into this new or empty folder")(
+      "save-hf-dtype", po::value(&f.save_hf_dtype)->default_value(f.save_hf_dtype),
+      "the dtype --save-hf writes the weights in: fp32, bf16 or fp16 (config.json's torch_dtype)")(
+      "save-hf-shard-size", po::value(&f.save_hf_shard)->default_value(f.save_hf_shard),
+      "--save-hf: the most bytes of weights per safetensors file (5e9, as Hugging Face's max_shard_size); a "
+      "larger tensor gets a file of its own")(
       "metrics", po::value(&f.o.metrics)->default_value(""),
       "write one JSON object per step (and per validation) to this JSONL file, created anew")(
       "steps", po::value(&f.o.steps)->default_value(f.o.steps), "optimizer steps")(
@@ -274,6 +282,9 @@ void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   }
   f.o.seq_len = f.mf.seq_len;
   f.o.dtype = parse_compute_dtype(f.dtype);
+  f.o.save_hf_dtype = parse_compute_dtype(f.save_hf_dtype);
+  f.o.save_hf_shard_bytes = parse_count("save-hf-shard-size", f.save_hf_shard);
+  TZ_CHECK(f.o.save_hf_shard_bytes >= 1, "--save-hf-shard-size must be at least 1 byte, got ", f.save_hf_shard);
   f.o.lr.schedule = parse_lr_schedule(f.schedule);
   f.o.device_mem = bytes_flag("device-mem", f.device_mem);
   f.o.seed = parse_seed(f.seed);

@@ -122,12 +122,17 @@ void AtomicOutputFile::commit() {
   committed_ = true;
   // The rename is durable only once the folder's entry is on disk too.
   const std::size_t slash = path_.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash);
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  TZ_SYS_CHECK(dfd, "opening the folder of ", what_, " '", path_, "' to flush it");
-  const int rc = ::fsync(dfd);
-  ::close(dfd);
-  TZ_SYS_CHECK(rc, "flushing the folder of ", what_, " '", path_, "' to disk");
+  sync_folder(slash == std::string::npos ? "." : slash == 0 ? "/" : path_.substr(0, slash));
+}
+
+void sync_folder(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  TZ_SYS_CHECK(fd, "opening folder '", dir, "' to flush it to disk");
+  const int rc = ::fsync(fd);
+  const int e = errno;
+  ::close(fd);
+  errno = e;
+  TZ_SYS_CHECK(rc, "flushing folder '", dir, "' to disk");
 }
 
 std::string read_small_file(const std::string& path, const std::string& what, std::uint64_t max_bytes,

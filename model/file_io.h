@@ -35,6 +35,9 @@ class InputFile {
 std::string read_small_file(const std::string& path, const std::string& what, std::uint64_t max_bytes,
                             const std::string& hint = "");
 
+// Flushes a folder's entries to disk (after a rename into it); throws naming it.
+void sync_folder(const std::string& dir);
+
 // The one writer of every file a command writes. Writes a temporary file next to `path` (a unique name,
 // created exclusively); commit() flushes it to disk, renames it to `path` and flushes the folder.
 // Destroyed without commit (an exception on the way), it removes the temporary file and leaves `path`

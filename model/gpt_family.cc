@@ -138,6 +138,27 @@ class Gpt2Family final : public ModelFamily {
     return c;
   }
 
+  // GPT2Config's fields as transformers writes them; dropout 0 (this GPT-2 trains without it).
+  nlohmann::json hf_config(const ModelConfig& c) const override {
+    return {{"architectures", {"GPT2LMHeadModel"}},
+            {"model_type", "gpt2"},
+            {"n_layer", c.n_layer},
+            {"n_head", c.n_head},
+            {"n_embd", c.n_embd},
+            {"n_inner", nullptr},
+            {"n_positions", c.max_seq_len},
+            {"n_ctx", c.max_seq_len},
+            {"vocab_size", c.vocab_size},
+            {"activation_function", "gelu_new"},
+            {"layer_norm_epsilon", 1e-5},
+            {"initializer_range", 0.02},
+            {"attn_pdrop", 0.0},
+            {"embd_pdrop", 0.0},
+            {"resid_pdrop", 0.0},
+            {"scale_attn_weights", true},
+            {"tie_word_embeddings", true}};
+  }
+
   // A folder's config.json gives every size. n_head is not in a GPT-2 file: 0 takes the preset's of the
   // same depth and width.
   ModelConfig config_from_safetensors(const std::string& path, int n_head) const override {

@@ -38,7 +38,7 @@ bool is_hf_folder(const std::string& path) {
   return fs::is_directory(path, ec);
 }
 
-ModelConfig read_hf_config(const std::string& dir) {
+nlohmann::json read_hf_config_json(const std::string& dir) {
   const std::string path = (fs::path(dir) / "config.json").string();
   std::error_code ec;
   TZ_CHECK(fs::exists(path, ec), "the model folder ", dir,
@@ -49,6 +49,12 @@ ModelConfig read_hf_config(const std::string& dir) {
   TZ_CHECK(j.contains("architectures") && j["architectures"].is_array() && !j["architectures"].empty() &&
                j["architectures"][0].is_string(),
            path, " has no \"architectures\" list naming the model class (e.g. [\"LlamaForCausalLM\"])");
+  return j;
+}
+
+ModelConfig read_hf_config(const std::string& dir) {
+  const std::string path = (fs::path(dir) / "config.json").string();
+  const nlohmann::json j = read_hf_config_json(dir);
   const std::string arch = j["architectures"][0].get<std::string>();
   std::string known;
   for (const std::string& name : model_family_names()) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,9 @@ bool is_hf_folder(const std::string& path);
 // or malformed config.json, an architecture no family reads (naming the ones that are), and fields that
 // change the math but are not built (naming them).
 ModelConfig read_hf_config(const std::string& dir);
+// config.json itself: a JSON object naming its architecture (what read_hf_config reads, and what a folder
+// written from this one copies).
+nlohmann::json read_hf_config_json(const std::string& dir);
 
 // The weight files of a folder and which of them holds each tensor: model.safetensors alone, or the index's
 // weight_map. Refuses an index naming a file outside the folder or one that is missing, and a folder

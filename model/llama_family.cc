@@ -212,6 +212,56 @@ class LlamaFamily final : public ModelFamily {
     return c;
   }
 
+  // The architecture that holds the shape: Qwen2 (q/k/v biases alone), Mistral (a sliding window), else
+  // Llama (attention_bias: q, k, v and o biases together; mlp_bias).
+  nlohmann::json hf_config(const ModelConfig& c) const override {
+    const LlamaDims d = LlamaDims::of(c);
+    const bool qwen2 = c.qkv_bias && !c.o_bias;
+    TZ_CHECK(!qwen2 || !c.mlp_bias, "a model with q/k/v biases but no o bias (Qwen2) and MLP biases has no "
+             "Hugging Face architecture; it cannot be saved as a folder");
+    TZ_CHECK(c.qkv_bias || !c.o_bias, "a model with an o bias but no q/k/v biases has no Hugging Face "
+             "architecture; it cannot be saved as a folder");
+    const bool mistral = !qwen2 && c.sliding_window > 0 && !c.qkv_bias && !c.mlp_bias;
+    nlohmann::json j = {
+        {"architectures", {qwen2 ? "Qwen2ForCausalLM" : mistral ? "MistralForCausalLM" : "LlamaForCausalLM"}},
+        {"model_type", qwen2 ? "qwen2" : mistral ? "mistral" : "llama"},
+        {"num_hidden_layers", c.n_layer},
+        {"num_attention_heads", c.n_head},
+        {"num_key_value_heads", d.KV},
+        {"hidden_size", c.n_embd},
+        {"head_dim", d.hd},
+        {"intermediate_size", d.I},
+        {"vocab_size", c.vocab_size},
+        {"max_position_embeddings", c.max_seq_len},
+        {"rms_norm_eps", c.norm_eps},
+        {"rope_theta", c.rope_theta},
+        {"rope_scaling", nullptr},
+        {"hidden_act", "silu"},
+        {"initializer_range", 0.02},
+        {"attention_dropout", 0.0},
+        {"tie_word_embeddings", c.tied_head},
+        {"use_cache", true}};
+    if (c.rope_factor > 0)
+      j["rope_scaling"] = {{"rope_type", "llama3"},
+                           {"factor", c.rope_factor},
+                           {"low_freq_factor", c.rope_low_freq_factor},
+                           {"high_freq_factor", c.rope_high_freq_factor},
+                           {"original_max_position_embeddings", c.rope_original_max_seq_len}};
+    if (qwen2) {
+      j["use_sliding_window"] = c.sliding_window > 0;
+      j["sliding_window"] = c.sliding_window > 0 ? nlohmann::json(c.sliding_window) : nlohmann::json(nullptr);
+      j["max_window_layers"] = c.n_layer;
+    } else if (mistral) {
+      j["sliding_window"] = c.sliding_window;
+    } else {
+      TZ_CHECK(c.sliding_window == 0, "a Llama model with MLP or attention biases and a sliding window has no "
+               "Hugging Face architecture; it cannot be saved as a folder");
+      j["attention_bias"] = c.qkv_bias;
+      j["mlp_bias"] = c.mlp_bias;
+    }
+    return j;
+  }
+
   // A folder's config.json; a bare file says nothing of heads, biases or RoPE.
   ModelConfig config_from_safetensors(const std::string& path, int) const override {
     TZ_CHECK(is_hf_folder(path), path, " is a file: a Llama-family model is read from its Hugging Face folder "

@@ -62,6 +62,10 @@ ModelConfig ModelFamily::config_from_hf(const nlohmann::json&, const std::string
   TZ_FAIL(source, ": the ", name(), " family reads no Hugging Face config.json");
 }
 
+nlohmann::json ModelFamily::hf_config(const ModelConfig&) const {
+  TZ_FAIL("the ", name(), " family writes no Hugging Face config.json: its models cannot be saved as a folder");
+}
+
 std::vector<std::string> model_family_names() {
   Registry& r = registry();
   std::lock_guard lock(r.mu);

@@ -75,6 +75,9 @@ class ModelFamily {
   // and `source`). By default a family reads none.
   virtual std::vector<std::string> hf_architectures() const { return {}; }
   virtual ModelConfig config_from_hf(const nlohmann::json& config, const std::string& source) const;
+  // The config.json transformers would write for cfg (without torch_dtype), such that config_from_hf reads
+  // cfg back; refuses a shape no architecture of hf_architectures() holds. By default a family writes none.
+  virtual nlohmann::json hf_config(const ModelConfig& cfg) const;
 
   // Hugging Face safetensors files or folders. The shape a file implies, given what it does not store (n_head: 0
   // takes a preset's whose other sizes match, else refuses naming the flag to give).

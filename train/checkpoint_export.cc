@@ -6,6 +6,9 @@
 
 #include "core/error.h"
 #include "core/host_ops.h"
+#include "model/hf_folder.h"
+#include "model/hf_folder_writer.h"
+#include "model/model_family.h"
 #include "model/param_layout.h"
 #include "model/protected_inputs.h"
 #include "model/safetensors_writer.h"
@@ -47,34 +50,80 @@ std::string inspect_checkpoint(const std::string& path) {
   return os.str();
 }
 
+namespace {
+
+// The checkpoint at `path`, with every file's checksum verified and its layout checked against its model.
+struct VerifiedCheckpoint {
+  CheckpointReader reader;
+  ParamLayout layout;
+  explicit VerifiedCheckpoint(const std::string& path) : reader(checkpoint_folder(path)) {
+    for (std::size_t f = 0; f < reader.manifest().files.size(); ++f) reader.verify_file(f);
+    layout = ParamLayout::build(reader.manifest().model);
+    TZ_CHECK(layout.groups.size() == reader.manifest().groups.size(), "checkpoint ", reader.dir(), " has ",
+             reader.manifest().groups.size(), " groups; its model has ", layout.groups.size());
+  }
+  // Tensor t of group g's master weights, hf_shape's count of them (wte's padded rows dropped: a prefix).
+  void read(std::size_t g, const TensorSpec& t, std::size_t n, float* dst) const {
+    reader.read(int(g), StateArray::master, t.offset, n, dst);
+    TZ_CHECK(host_all_finite(dst, n), "checkpoint ", reader.dir(), " holds non-finite weights in group ",
+             reader.manifest().groups[g].name, "; not exported");
+  }
+};
+
+std::size_t hf_count(const TensorSpec& t) {
+  std::size_t n = 1;
+  for (auto d : t.hf_shape) n *= std::size_t(d);
+  return n;
+}
+
+}  // namespace
+
 std::string export_checkpoint(const std::string& path, const std::string& out, DType dtype) {
   TZ_CHECK(dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16, "export as ", dtype_name(dtype),
            " is not supported; use fp32, bf16 or fp16");
-  CheckpointReader r(checkpoint_folder(path));
   // The export may not write into the checkpoint it reads, nor replace a device or FIFO: refused before
   // any reading, and again by the writer before its rename.
-  const ProtectedInput input(r.dir(), "the checkpoint being exported");
+  const ProtectedInput input(checkpoint_folder(path), "the checkpoint being exported");
   check_output_target(out, "--to");
-  for (std::size_t f = 0; f < r.manifest().files.size(); ++f) r.verify_file(f);
-  const ParamLayout layout = ParamLayout::build(r.manifest().model);
-  TZ_CHECK(layout.groups.size() == r.manifest().groups.size(), "checkpoint ", r.dir(), " has ",
-           r.manifest().groups.size(), " groups; its model has ", layout.groups.size());
+  const VerifiedCheckpoint ck(path);
   std::vector<SafetensorsWriteTensor> tensors;
   const SafetensorsDType sd = to_safetensors_dtype(dtype);
-  for (std::size_t g = 0; g < layout.groups.size(); ++g)
-    for (const TensorSpec& t : layout.groups[g].tensors) {
-      std::size_t n = 1;
-      for (auto d : t.hf_shape) n *= std::size_t(d);
-      // hf_shape drops wte's padded rows: a prefix of the stored tensor.
+  for (std::size_t g = 0; g < ck.layout.groups.size(); ++g)
+    for (const TensorSpec& t : ck.layout.groups[g].tensors)
       tensors.push_back({t.hf_name, sd, t.hf_shape, nullptr, nullptr,
-                         [&r, g, off = t.offset, n](float* dst) {
-                           r.read(int(g), StateArray::master, off, n, dst);
-                           TZ_CHECK(host_all_finite(dst, n), "checkpoint ", r.dir(), " holds non-finite weights in group ",
-                                    r.manifest().groups[g].name, "; not exported");
-                         }});
-    }
+                         [&ck, g, &t](float* dst) { ck.read(g, t, hf_count(t), dst); }});
   write_safetensors(out, std::move(tensors), {{"format", "pt"}});
-  return r.dir();
+  return ck.reader.dir();
+}
+
+std::string export_checkpoint_hf(const std::string& path, const std::string& out, DType dtype,
+                                 std::uint64_t shard_bytes, const std::string& copy_from) {
+  const ProtectedInput input(checkpoint_folder(path), "the checkpoint being exported");
+  const ProtectedInput source(copy_from, "--copy-from");
+  check_hf_output_folder(out, "--to");
+  const VerifiedCheckpoint ck(path);
+  const ModelConfig& model = ck.reader.manifest().model;
+  HfFolderOptions o;
+  o.dtype = dtype, o.shard_bytes = shard_bytes, o.flag = "--to";
+  if (!copy_from.empty()) {
+    const ModelConfig theirs = read_hf_config(copy_from);
+    TZ_CHECK(theirs == model, "--copy-from ", copy_from, " holds another model (", theirs.describe(),
+             ") than checkpoint ", ck.reader.dir(), " (", model.describe(), ")");
+    o.config = read_hf_config_json(copy_from);
+    o.copy_from = copy_from;
+  } else {
+    o.config = model_family(model).hf_config(model);
+  }
+  HfFolderWriter w(out, ck.layout, std::move(o));
+  std::vector<float> values;
+  for (std::size_t g = 0; g < ck.layout.groups.size(); ++g)
+    for (const TensorSpec& t : ck.layout.groups[g].tensors) {
+      values.resize(hf_count(t));
+      ck.read(g, t, values.size(), values.data());
+      w.put_tensor(values.data());
+    }
+  w.commit();
+  return ck.reader.dir();
 }
 
 }  // namespace tz

@@ -3,6 +3,7 @@
 // at a time (memory bounded by the largest tensor, not the model).
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "core/dtype.h"
@@ -16,6 +17,12 @@ std::string inspect_checkpoint(const std::string& dir);
 // Writes the checkpoint's master weights to `out` in `dtype` (fp32, bf16, fp16), atomically; every
 // file's checksum is verified first. Returns the checkpoint folder it read.
 std::string export_checkpoint(const std::string& dir, const std::string& out, DType dtype);
+
+// The same as a Hugging Face model folder `out` (model/hf_folder_writer.h), one tensor at a time:
+// config.json from the model's shape, or copy_from's (a model folder of the same shape, whose tokenizer
+// and generation files are copied too).
+std::string export_checkpoint_hf(const std::string& dir, const std::string& out, DType dtype,
+                                 std::uint64_t shard_bytes, const std::string& copy_from);
 
 // A step folder itself, or the checkpoint latest_checkpoint chooses in a --save-dir folder.
 std::string checkpoint_folder(const std::string& path);

@@ -28,15 +28,6 @@ std::string rank_file(int rank) {
   return b;
 }
 
-void fsync_dir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  TZ_CHECK(fd >= 0, "cannot open folder '", dir, "' to flush it: ", std::strerror(errno));
-  int rc = ::fsync(fd);
-  int e = errno;
-  ::close(fd);
-  TZ_CHECK(rc == 0, "cannot flush folder '", dir, "' to disk: ", std::strerror(e));
-}
-
 // This rank's share of the states: the elements of its shard of each group that lie in the group (the
 // shard map's own rank slice, so at stage 0, where every rank holds every state, each writes 1/N).
 CheckpointFile write_rank_file(const std::string& tmp, Engine& engine, int rank, int step) {
@@ -168,7 +159,7 @@ std::string save_checkpoint(const TrainOptions& opt, Engine& engine, Communicato
       out.write(text.data(), text.size());
       out.commit();
       if (phase) phase("manifest written");
-      fsync_dir(tmp);
+      sync_folder(tmp);
       // A step saved again: this run's own folder (a resume of an earlier step) is replaced; another
       // run's is never touched.
       const bool replacing = fs::exists(final_dir);
@@ -183,7 +174,7 @@ std::string save_checkpoint(const TrainOptions& opt, Engine& engine, Communicato
         fs::remove_all(old), fs::rename(final_dir, old);
       }
       fs::rename(tmp, final_dir);
-      fsync_dir(dir);
+      sync_folder(dir);
       if (phase) phase("renamed");
       const std::string pointer = name + "\n";
       AtomicOutputFile latest(dir + "/latest", "checkpoint pointer");

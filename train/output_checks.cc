@@ -8,10 +8,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <algorithm>
 #include <filesystem>
 #include <utility>
 
 #include "core/error.h"
+#include "model/hf_folder_writer.h"
+#include "model/model_family.h"
 
 namespace tz {
 namespace {
@@ -56,6 +59,22 @@ void check_outputs(const TrainOptions& opt) {
   if (!opt.save_dir.empty()) {
     check_output_target(opt.save_dir, "--save-dir", OutputKind::folder);
     check_writable("--save-dir", (fs::path(opt.save_dir) / "latest").string());
+  }
+  if (!opt.save_hf.empty()) {
+    check_hf_output_folder(opt.save_hf, "--save-hf");
+    model_family(opt.model).hf_config(opt.model);  // a shape no Hugging Face architecture holds is refused now
+    const fs::path hf = fs::weakly_canonical(opt.save_hf);
+    for (auto [flag, path] : {std::pair{"--save-dir", opt.save_dir}, {"--save-safetensors", opt.save_safetensors},
+                              {"--metrics", opt.metrics}}) {
+      if (path.empty()) continue;
+      const fs::path other = fs::weakly_canonical(path);
+      auto inside = [](const fs::path& a, const fs::path& b) {  // a is b or inside it
+        auto [ai, bi] = std::mismatch(a.begin(), a.end(), b.begin(), b.end());
+        return bi == b.end();
+      };
+      TZ_CHECK(!inside(hf, other) && !inside(other, hf), "--save-hf '", opt.save_hf, "' and ", flag, " '", path,
+               "' overlap: the model folder is written whole into a folder of its own; give paths apart");
+    }
   }
   TZ_CHECK(opt.save_safetensors.empty() || opt.metrics.empty() ||
                (!same_file(opt.save_safetensors, opt.metrics) && opt.save_safetensors != opt.metrics),

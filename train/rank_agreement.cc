@@ -80,7 +80,8 @@ std::vector<std::pair<std::string, std::string>> shared_settings(const TrainOpti
       {"--save-dir", o.save_dir.empty() ? "not given" : o.save_dir},
       {"--save-every, --keep-last", std::to_string(o.save_every) + ", " + std::to_string(o.keep_last)},
       {"which outputs are given (their paths may differ)",
-       std::string("--save-safetensors ") + given(o.save_safetensors) + ", --metrics " + given(o.metrics)},
+       std::string("--save-safetensors ") + given(o.save_safetensors) + ", --metrics " + given(o.metrics) +
+           ", --save-hf " + given(o.save_hf)},
   };
 }
 

@@ -145,10 +145,10 @@ void Loop::validate(int s, TrainResult& result) {
 void check_fp16_outcome(const TrainOptions& opt, const TrainResult& r, int start, int last, bool stopped) {
   if (opt.dtype != DType::f16 || r.losses.empty()) return;
   std::string unsaved = opt.save_dir.empty() ? "" : "the final checkpoint";
-  if (!opt.save_safetensors.empty()) unsaved += (unsaved.empty() ? "" : " and ") + opt.save_safetensors;
-  unsaved = unsaved.empty() ? "no model was written"
-                            : unsaved + (opt.save_dir.empty() || opt.save_safetensors.empty() ? " was" : " were") +
-                                  " not written";
+  int outputs = !opt.save_dir.empty();
+  for (const std::string& path : {opt.save_safetensors, opt.save_hf})
+    if (!path.empty()) unsaved += (unsaved.empty() ? "" : " and ") + path, ++outputs;
+  unsaved = unsaved.empty() ? "no model was written" : unsaved + (outputs == 1 ? " was" : " were") + " not written";
   TZ_CHECK(std::isfinite(r.losses.back()), "the training loss is ", r.losses.back(), " at step ", last,
            ", the last (fp16): training diverged and ", unsaved, "; lower --lr or raise --warmup, or train in bf16");
   TZ_CHECK(stopped || r.skipped_steps.size() < r.losses.size(), "every step of this run (", start + 1, " to ", last,

@@ -26,6 +26,11 @@ struct TrainOptions {
   std::string val_data;   // empty: the last 10% of the default corpus when data is default, else none
   std::string init_from;  // safetensors file
   std::string save_safetensors;
+  // A Hugging Face model folder written after training (model/hf_folder_writer.h): its weights' dtype and
+  // the most bytes of weights per file.
+  std::string save_hf;
+  DType save_hf_dtype = DType::f32;
+  std::uint64_t save_hf_shard_bytes = 5'000'000'000;
   std::string metrics;  // JSONL path
   // Training checkpoints (train/checkpoint.h): a folder of step-NNNNNNNN checkpoints and a `latest`
   // pointer; every save_every steps (0: only at the end and on a stop signal), keep_last newest kept

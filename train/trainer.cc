@@ -1,6 +1,6 @@
 // train(): the job around a Run (train/run_setup.h) and its Loop (train/train_loop.h): the option and
 // rank checks, the save-dir lease, resume, the checkpoint cadence, stop signals, the plan-vs-peak report
-// and the safetensors export.
+// and the safetensors and Hugging Face folder exports.
 #include "train/trainer.h"
 
 #include <chrono>
@@ -12,6 +12,8 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/host_ops.h"
+#include "model/hf_folder.h"
+#include "model/hf_folder_writer.h"
 #include "model/model_family.h"
 #include "train/checkpoint.h"
 #include "train/collective_util.h"
@@ -117,6 +119,51 @@ void export_model(const TrainOptions& opt, Communicator& comm, Run& run, const L
     log("saved " + opt.save_safetensors);
   }
   if (comm.size() > 1) comm.barrier()->wait();
+}
+
+// --save-hf: the folder written one group at a time (every rank gathers group g; rank 0 writes it), so no
+// rank holds more than one group's fp32 values. Every rank learns of a failure after each group.
+void export_hf(const TrainOptions& opt, Communicator& comm, Run& run, const LogFn& log, int last,
+               const std::string& checkpoint) {
+  const auto t0 = Clock::now();
+  std::unique_ptr<HfFolderWriter> out;
+  try {
+    on_every_rank(comm, "start --save-hf " + opt.save_hf, [&] {
+      if (comm.rank() != 0) return;
+      HfFolderOptions o;
+      o.dtype = opt.save_hf_dtype, o.shard_bytes = opt.save_hf_shard_bytes;
+      if (!opt.init_from.empty() && is_hf_folder(opt.init_from)) {
+        o.config = read_hf_config_json(opt.init_from);  // the input's own fields, torch_dtype aside
+        o.copy_from = opt.init_from;
+      } else {
+        o.config = model_family(opt.model).hf_config(opt.model);
+      }
+      out = std::make_unique<HfFolderWriter>(opt.save_hf, run.plan.layout, std::move(o));
+    });
+    for (std::size_t g = 0; g < run.plan.layout.groups.size(); ++g) {
+      const std::vector<float> values = run.engine->gather_master(int(g));
+      on_every_rank(comm, "write --save-hf " + opt.save_hf, [&] {
+        if (comm.rank() != 0) return;
+        TZ_CHECK(host_all_finite(values.data(), values.size()), "the weights of ", run.plan.layout.groups[g].name,
+                 " are not finite after step ", last, ": training diverged and ", opt.save_hf,
+                 " was not written; lower --lr or raise --warmup");
+        out->put_group(int(g), values.data());
+      });
+    }
+    on_every_rank(comm, "finish --save-hf " + opt.save_hf, [&] {
+      if (comm.rank() == 0) out->commit();
+    });
+  } catch (const std::exception& e) {
+    if (checkpoint.empty()) throw;
+    TZ_FAIL(e.what(), "; the trained weights are safe in checkpoint ", checkpoint, " (tierzero ckpt export ",
+            checkpoint, " --format hf --to DIR writes them)");
+  }
+  if (comm.rank() == 0) {
+    char b[160];
+    std::snprintf(b, sizeof b, " (%zu file%s, %s, %.0f ms)", out->plan().files.size(),
+                  out->plan().files.size() == 1 ? "" : "s", std::string(dtype_name(opt.save_hf_dtype)).c_str(), ms_since(t0));
+    log("saved Hugging Face folder " + opt.save_hf + b);
+  }
 }
 
 }  // namespace
@@ -231,6 +278,7 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
     log(cmp);
   }
   if (!opt.save_safetensors.empty()) export_model(opt, comm, run, log, last, result.checkpoint);
+  if (!opt.save_hf.empty()) export_hf(opt, comm, run, log, last, result.checkpoint);
   return result;
 }
 

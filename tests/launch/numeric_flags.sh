@@ -15,14 +15,14 @@ values=(-1 0 1e10 1e300 nan inf 18446744073709551616)
 # Byte sizes with a non-numeric default ("unlimited"): tried as numeric flags.
 sizes=" device-mem host-mem nvme-mem "
 # Text flags (names, paths, modes): not numeric.
-text=" model data val-data init-from save-safetensors metrics lr-schedule dtype device attention-math bind-cores
+text=" model data val-data init-from save-safetensors save-hf save-hf-dtype metrics lr-schedule dtype device attention-math bind-cores
   save-dir resume config offload-optimizer offload-param overlap-optimizer offload-activations nvme-path "
 # flag=value pairs accepted with a documented meaning (docs/configuration.md): -1 takes --offload-ratio;
-# a count of 1e10 elements is larger than any group; a clipping norm or a loss scale of 1e10 or 2^64 is a
+# a count of 1e10 elements is larger than any group; a shard of 1e10 bytes is 10 GB; a clipping norm or a loss scale of 1e10 or 2^64 is a
 # finite float.
 accept=" offload-ratio-master=-1 offload-ratio-m=-1 offload-ratio-v=-1
   reduce-bucket-size=1e10 allgather-bucket-size=1e10 prefetch-bucket-size=1e10 max-live-parameters=1e10
-  param-persistence-threshold=1e10 grad-clip=1e10 grad-clip=18446744073709551616 loss-scale=1e10
+  param-persistence-threshold=1e10 save-hf-shard-size=1e10 grad-clip=1e10 grad-clip=18446744073709551616 loss-scale=1e10
   loss-scale=18446744073709551616 min-loss-scale=1e10 min-loss-scale=18446744073709551616 "
 
 text=" $(echo $text) " accept=" $(echo $accept) "  # one space between names

@@ -13,7 +13,7 @@ foreach(case IN ITEMS
         "data_middle_block|different settings: --data is 6001024 bytes, sampled xxh3 [0-9a-f]{16} on rank 0 but 6001024 bytes, sampled xxh3 [0-9a-f]{16} on rank 1"
         "save_every|different settings: --save-every, --keep-last is 2, 0 on rank 0 but 3, 0 on rank 1"
         "save_dir_one_rank|different settings: --save-dir is .*/ckpt on rank 0 but not given on rank 1"
-        "save_safetensors_one_rank|different settings: which outputs are given .* is --save-safetensors given, --metrics not given on rank 0 but --save-safetensors not given, --metrics not given on rank 1"
+        "save_safetensors_one_rank|different settings: which outputs are given .* is --save-safetensors given, --metrics not given, --save-hf not given on rank 0 but --save-safetensors not given, --metrics not given, --save-hf not given on rank 1"
         "init_from_bad_one_rank|cannot open safetensors file '.*/missing.safetensors'")
   string(REPLACE "|" ";" parts "${case}")
   list(GET parts 0 cname)

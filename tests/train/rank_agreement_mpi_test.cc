@@ -60,9 +60,11 @@ TEST(RankAgreement, EverySharedSettingThatDiffersStopsEveryRankNamingItAndBothVa
       {"--save-every, --keep-last", [](TrainOptions& o) { o.save_every = 5; }, "0, 0"},
       {"--save-every, --keep-last", [](TrainOptions& o) { o.keep_last = 2; }, "0, 0"},
       {"which outputs are given", [](TrainOptions& o) { o.save_safetensors = "/nonexistent/m.safetensors"; },
-       "--save-safetensors not given, --metrics not given"},
+       "--save-safetensors not given, --metrics not given, --save-hf not given"},
       {"which outputs are given", [](TrainOptions& o) { o.metrics = "/nonexistent/m.jsonl"; },
-       "--save-safetensors not given, --metrics not given"},
+       "--save-safetensors not given, --metrics not given, --save-hf not given"},
+      {"which outputs are given", [](TrainOptions& o) { o.save_hf = "/nonexistent/hf"; },
+       "--save-safetensors not given, --metrics not given, --save-hf not given"},
   };
   for (const Mismatch& c : cases) {
     TrainOptions o = tiny();
