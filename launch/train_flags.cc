@@ -22,7 +22,8 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
   add_model_flags(desc, f.mf);
   desc.add_options()("help,h", "print this help")(
       "data", po::value(&f.o.data)->default_value(f.o.data),
-      "training tokens: an llm.c .bin file (magic 20240520) or a raw uint16 file; 'default' is the built-in "
+      "training tokens: an llm.c .bin file (uint16 tokens, magic 20240520; uint32, magic 20240801) or a raw "
+      "uint16 file; 'default' is the built-in "
       "byte-level corpus (the license texts in /usr/share/common-licenses, first 90%)")(
       "val-data", po::value(&f.o.val_data)->default_value(""),
       "validation tokens (with --data default: the corpus' last 10%)")(

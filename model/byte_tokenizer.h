@@ -11,8 +11,8 @@ namespace tz {
 
 inline constexpr int kByteVocabSize = 256;
 
-std::vector<std::uint16_t> encode_bytes(std::string_view text);
+std::vector<std::uint32_t> encode_bytes(std::string_view text);
 // Throws naming the position of a token >= 256.
-std::string decode_bytes(const std::vector<std::uint16_t>& tokens);
+std::string decode_bytes(const std::vector<std::uint32_t>& tokens);
 
 }  // namespace tz

@@ -52,7 +52,7 @@ PreparedCorpus prepare_byte_corpus(const std::vector<std::string>& inputs, const
     f.read_at(text.data() + at, f.size(), 0);
     text.push_back('\n');
   }
-  std::vector<std::uint16_t> tokens = encode_bytes(text);
+  std::vector<std::uint32_t> tokens = encode_bytes(text);
 
   PreparedCorpus out;
   if (val_out.empty()) {
@@ -67,8 +67,8 @@ PreparedCorpus prepare_byte_corpus(const std::vector<std::string>& inputs, const
            " for training and ", out.val_tokens,
            " for validation; both need some: use more text or another fraction");
   const auto split = tokens.begin() + std::ptrdiff_t(out.train_tokens);
-  write_token_file(train_out, std::vector<std::uint16_t>(tokens.begin(), split));
-  write_token_file(val_out, std::vector<std::uint16_t>(split, tokens.end()));
+  write_token_file(train_out, std::vector<std::uint32_t>(tokens.begin(), split));
+  write_token_file(val_out, std::vector<std::uint32_t>(split, tokens.end()));
   return out;
 }
 

@@ -29,7 +29,7 @@ std::uint64_t uniform_below(std::mt19937_64& gen, std::uint64_t bound) {
 
 }  // namespace
 
-DataLoader::DataLoader(std::vector<std::uint16_t> tokens, int B, int T, int rank, int world,
+DataLoader::DataLoader(std::vector<std::uint32_t> tokens, int B, int T, int rank, int world,
                        std::uint64_t seed, bool shuffle, int vocab_size, const std::string& name)
     : tokens_(std::move(tokens)), seed_(seed), shuffle_(shuffle), name_(name) {
   TZ_CHECK(B >= 1 && T >= 1, "data loader for '", name, "': batch size B (", B, ") and sequence length T (",
@@ -43,8 +43,8 @@ DataLoader::DataLoader(std::vector<std::uint16_t> tokens, int B, int T, int rank
            " tokens but one global batch needs world*B*T+1 = ", world_, "*", B_, "*", T_, "+1 = ", global + 1,
            "; use more data or a smaller batch");
   for (std::size_t i = 0; i < tokens_.size(); ++i)
-    TZ_CHECK(tokens_[i] < vocab_size, "token file '", name, "' has token ", tokens_[i], " at position ", i,
-             ", outside the model's vocabulary of ", vocab_size,
+    TZ_CHECK(tokens_[i] < std::uint32_t(vocab_size), "token file '", name, "' has token ", tokens_[i],
+             " at position ", i, ", outside the model's vocabulary of ", vocab_size,
              "; the data was tokenised for a different vocabulary (check --vocab or the tokenizer)");
   // Window i is usable while i*global + global + 1 <= N, i.e. for i < (N-1)/global.
   n_batches_ = (tokens_.size() - 1) / global;
@@ -61,10 +61,11 @@ void DataLoader::build_order() {
 
 void DataLoader::next_batch(std::int32_t* inputs, std::int32_t* targets) {
   const std::size_t start = order_[batch_] * world_ * B_ * T_ + rank_ * B_ * T_;
-  const std::uint16_t* src = tokens_.data() + start;
+  const std::uint32_t* src = tokens_.data() + start;
   for (std::size_t i = 0; i < B_ * T_; ++i) {
-    inputs[i] = src[i];
-    targets[i] = src[i + 1];
+    // Every token is < vocab_size, an int, so it fits int32.
+    inputs[i] = std::int32_t(src[i]);
+    targets[i] = std::int32_t(src[i + 1]);
   }
   if (++batch_ == n_batches_) {
     batch_ = 0;

@@ -12,9 +12,11 @@ namespace tz {
 
 class DataLoader {
  public:
-  // name is the token file's path, for messages. Every token must be < vocab_size and the data must
-  // hold at least world*B*T + 1 tokens; otherwise throws naming the file (and the bad token's position).
-  DataLoader(std::vector<std::uint16_t> tokens, int B, int T, int rank, int world, std::uint64_t seed,
+  // name is the token file's path, for messages. Tokens are 32-bit whatever the file held (uint16 files
+  // are widened by read_token_file), so vocabularies past 65,536 work. Every token must be < vocab_size
+  // and the data must hold at least world*B*T + 1 tokens; otherwise throws naming the file (and the bad
+  // token's position).
+  DataLoader(std::vector<std::uint32_t> tokens, int B, int T, int rank, int world, std::uint64_t seed,
              bool shuffle, int vocab_size, const std::string& name);
 
   // Fills B*T inputs and B*T targets (the inputs shifted by one token).
@@ -37,7 +39,7 @@ class DataLoader {
  private:
   void build_order();  // the window order of epoch_, in place (no allocation after construction)
 
-  std::vector<std::uint16_t> tokens_;
+  std::vector<std::uint32_t> tokens_;
   std::size_t B_, T_, rank_, world_;
   std::uint64_t seed_;
   bool shuffle_;

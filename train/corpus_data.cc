@@ -12,7 +12,7 @@
 namespace tz {
 namespace {
 
-std::vector<std::uint16_t> default_corpus_tokens() {
+std::vector<std::uint32_t> default_corpus_tokens() {
   std::string text;
   for (const std::string& f : default_corpus_files()) {
     std::ifstream in(f, std::ios::binary);
@@ -28,7 +28,7 @@ std::vector<std::uint16_t> default_corpus_tokens() {
 CorpusData load_corpus(const TrainOptions& opt) {
   CorpusData c;
   if (opt.data == kDefaultData) {
-    std::vector<std::uint16_t> all = default_corpus_tokens();
+    std::vector<std::uint32_t> all = default_corpus_tokens();
     std::size_t n_val = all.size() / 10;  // the last 10% validates
     c.train.assign(all.begin(), all.end() - std::ptrdiff_t(n_val));
     c.train_name = "default corpus (/usr/share/common-licenses), first 90%";

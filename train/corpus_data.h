@@ -10,7 +10,7 @@
 namespace tz {
 
 struct CorpusData {
-  std::vector<std::uint16_t> train, val;
+  std::vector<std::uint32_t> train, val;
   std::string train_name, val_name;
 };
 

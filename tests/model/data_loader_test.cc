@@ -1,21 +1,24 @@
 // Tests model/data_loader.h: llm.c's batching rule per rank, the wrap point, the portable shuffle,
-// and the checks on the data.
+// the checks on the data, and 16- and 32-bit token files through the loader.
 #include "model/data_loader.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <fstream>
 #include <set>
 
 #include "core/error.h"
+#include "model/token_file.h"
+#include "tests/common/test_dir.h"
 
 namespace tz {
 namespace {
 
 // Token i is i (mod vocab), so a batch's contents say exactly where it was read from.
-std::vector<std::uint16_t> counting_tokens(std::size_t n) {
-  std::vector<std::uint16_t> t(n);
-  for (std::size_t i = 0; i < n; ++i) t[i] = std::uint16_t(i);
+std::vector<std::uint32_t> counting_tokens(std::size_t n) {
+  std::vector<std::uint32_t> t(n);
+  for (std::size_t i = 0; i < n; ++i) t[i] = std::uint32_t(i % 65536);
   return t;
 }
 
@@ -35,12 +38,13 @@ Batch next(DataLoader& dl, int B, int T) {
 // llm.c's DataLoader (train_gpt2.c, before shards): check-wrap, read at position + rank*B*T, advance.
 struct LlmcReference {
   std::size_t B, T, rank, world, n, pos = 0;
-  Batch next(const std::vector<std::uint16_t>& tokens) {
+  template <typename Token>
+  Batch next(const std::vector<Token>& tokens) {
     if (pos + world * B * T + 1 > n) pos = 0;
     Batch b;
     for (std::size_t i = 0; i < B * T; ++i) {
-      b.inputs.push_back(tokens[pos + rank * B * T + i]);
-      b.targets.push_back(tokens[pos + rank * B * T + i + 1]);
+      b.inputs.push_back(std::int32_t(tokens[pos + rank * B * T + i]));
+      b.targets.push_back(std::int32_t(tokens[pos + rank * B * T + i + 1]));
     }
     pos += world * B * T;
     return b;
@@ -172,6 +176,84 @@ TEST(DataLoader, RefusesTooFewTokensForOneGlobalBatch) {
   }
   EXPECT_THROW(DataLoader(counting_tokens(100), 2, 8, 4, 4, 0, false, kVocab, "x"),
                Error);  // rank out of range
+}
+
+// Qwen2.5's vocabulary: the largest the tests use, past both 65,536 and Llama 3's 128,256.
+constexpr int kQwenVocab = 151936;
+
+// Writes `tokens` as llm.c writes them: magic, version, count, 253 zeros, then the tokens.
+template <typename Token>
+void write_llmc(const std::string& path, std::int32_t magic, std::int32_t version,
+                const std::vector<Token>& tokens) {
+  std::vector<std::int32_t> h(256, 0);
+  h[0] = magic, h[1] = version, h[2] = std::int32_t(tokens.size());
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(h.data()), 1024);
+  f.write(reinterpret_cast<const char*>(tokens.data()), std::streamsize(tokens.size() * sizeof(Token)));
+}
+
+TEST(DataLoader, AUint32FileWithAQwenVocabularyGivesItsTokensExactly) {
+  tz::testing::TestDir dir;
+  const auto path = dir.file("qwen.bin");
+  // 17 tokens: one window of B*T = 8 plus its last target, then a second window, then 0 left over.
+  const std::vector<std::uint32_t> tokens{0,      65535,  65536, 128255, 151935, 1,      70000, 151934, 2,
+                                          100000, 128256, 3,     65537,  4,      151935, 5,     131072};
+  write_llmc(path, 20240801, 7, tokens);
+  DataLoader dl(read_token_file(path), 2, 4, 0, 1, 0, false, kQwenVocab, path);
+  EXPECT_EQ(dl.num_tokens(), 17u);
+  EXPECT_EQ(dl.batches_per_epoch(), 2u);
+  Batch b = next(dl, 2, 4);
+  EXPECT_EQ(b.inputs, (std::vector<std::int32_t>{0, 65535, 65536, 128255, 151935, 1, 70000, 151934}));
+  EXPECT_EQ(b.targets, (std::vector<std::int32_t>{65535, 65536, 128255, 151935, 1, 70000, 151934, 2}));
+  b = next(dl, 2, 4);
+  EXPECT_EQ(b.inputs, (std::vector<std::int32_t>{2, 100000, 128256, 3, 65537, 4, 151935, 5}));
+  EXPECT_EQ(b.targets, (std::vector<std::int32_t>{100000, 128256, 3, 65537, 4, 151935, 5, 131072}));
+  EXPECT_EQ(next(dl, 2, 4), (Batch{{0, 65535, 65536, 128255, 151935, 1, 70000, 151934},
+                                   {65535, 65536, 128255, 151935, 1, 70000, 151934, 2}}));  // wrapped
+}
+
+TEST(DataLoader, AUint16FileGivesTheSameBatchesAsItAlwaysDid) {
+  tz::testing::TestDir dir;
+  const auto path = dir.file("gpt2.bin");
+  // GPT-2-like tokens up to the top of uint16; llm.c's reference reads them as uint16.
+  std::vector<std::uint16_t> tokens(203);
+  for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = std::uint16_t((i * 40503u + 7) % 65536);
+  write_llmc(path, 20240520, 1, tokens);
+  std::vector<std::uint32_t> read = read_token_file(path);
+  ASSERT_EQ(read.size(), tokens.size());
+  EXPECT_TRUE(std::equal(read.begin(), read.end(), tokens.begin()));
+  const int B = 3, T = 5, world = 2;
+  for (int rank = 0; rank < world; ++rank) {
+    SCOPED_TRACE("rank " + std::to_string(rank));
+    DataLoader dl(read, B, T, rank, world, 0, false, 65536, path);
+    LlmcReference ref{B, T, std::size_t(rank), world, tokens.size()};
+    for (int step = 0; step < 15; ++step) ASSERT_EQ(next(dl, B, T), ref.next(tokens)) << "step " << step;
+  }
+  // Pinned: rank 0's first window, token i = (40503 i + 7) mod 65536.
+  DataLoader dl(read, 1, 4, 0, 1, 0, false, 65536, path);
+  const Batch b = next(dl, 1, 4);
+  EXPECT_EQ(b.inputs, (std::vector<std::int32_t>{7, 40510, 15477, 55980}));
+  EXPECT_EQ(b.targets, (std::vector<std::int32_t>{40510, 15477, 55980, 30947}));
+}
+
+TEST(DataLoader, RefusesATokenOutsideTheVocabularyInAUint32FileNamingItsPosition) {
+  tz::testing::TestDir dir;
+  const auto path = dir.file("too_big.bin");
+  std::vector<std::uint32_t> tokens = counting_tokens(100);
+  for (auto& t : tokens) t += 150000;
+  tokens[41] = std::uint32_t(kQwenVocab);  // one past Qwen2.5's last token
+  write_token_file(path, tokens);
+  try {
+    DataLoader dl(read_token_file(path), 2, 8, 0, 1, 0, false, kQwenVocab, path);
+    FAIL() << "expected a tz::Error";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find(path), std::string::npos) << msg;
+    EXPECT_NE(msg.find("token 151936 at position 41"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("vocabulary of 151936"), std::string::npos) << msg;
+  }
+  // The same file fits a vocabulary one larger.
+  EXPECT_EQ(DataLoader(read_token_file(path), 2, 8, 0, 1, 0, false, kQwenVocab + 1, path).num_tokens(), 100u);
 }
 
 }  // namespace

@@ -89,8 +89,8 @@ TEST(DataIdentity, ARecordingIsComparedInItsOwnFormat) {
 TEST(DataIdentity, ACheckpointRecordingTheOldIdentityStillResumes) {
   testing::TestDir d;
   const std::string data = d.file("tokens.bin"), other = d.file("other.bin");
-  std::vector<std::uint16_t> tokens(20000);
-  for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = std::uint16_t((i * 31) % 251);
+  std::vector<std::uint32_t> tokens(20000);
+  for (std::size_t i = 0; i < tokens.size(); ++i) tokens[i] = std::uint32_t((i * 31) % 251);
   write_token_file(data, tokens);
   tokens[100] ^= 1;
   write_token_file(other, tokens);

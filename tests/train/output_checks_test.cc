@@ -59,7 +59,7 @@ TEST(OutputChecks, AnOutputInAMissingFolderOrInPlaceOfAFolderDeviceOrFifoIsRefus
 TEST(OutputChecks, AnOutputThatIsAnInputIsRefusedByNameSymlinkOrHardLink) {
   testing::TestDir dir;
   const std::string data = dir.file("train.bin"), cfg = dir.file("ds.json");
-  write_token_file(data, std::vector<std::uint16_t>(100, 7));
+  write_token_file(data, std::vector<std::uint32_t>(100, 7));
   std::ofstream(cfg) << "{}";
   ASSERT_EQ(::symlink(data.c_str(), dir.file("link.bin").c_str()), 0);
   ASSERT_EQ(::link(data.c_str(), dir.file("hard.bin").c_str()), 0);
@@ -86,7 +86,7 @@ TEST(OutputChecks, AnOutputThatIsAnInputIsRefusedByNameSymlinkOrHardLink) {
 TEST(OutputChecks, TrainingWithMetricsOverItsDataFileStopsBeforeStep1AndKeepsTheData) {
   testing::TestDir dir;
   const std::string data = dir.file("train.bin");
-  write_token_file(data, std::vector<std::uint16_t>(5000, 65));
+  write_token_file(data, std::vector<std::uint32_t>(5000, 65));
   const auto size = std::filesystem::file_size(data);
   TrainOptions o;
   o.model = model_preset("tiny");

@@ -89,11 +89,11 @@ TEST(RankAgreement, DataFilesAreComparedByContent) {
   if (comm->size() == 1) GTEST_SKIP() << "needs at least 2 ranks";
   testing::TestDir dir;
   const std::string same = dir.file("r" + std::to_string(comm->rank()) + ".bin");
-  write_token_file(same, std::vector<std::uint16_t>(20000, 66));
+  write_token_file(same, std::vector<std::uint32_t>(20000, 66));
   TrainOptions o = tiny();
   o.data = same;
   EXPECT_NO_THROW(check_ranks_agree(o, *comm));
-  std::vector<std::uint16_t> tokens(20000, 66);
+  std::vector<std::uint32_t> tokens(20000, 66);
   if (comm->rank() == comm->size() - 1) tokens[123] = 67;
   const std::string other = dir.file("d" + std::to_string(comm->rank()) + ".bin");
   write_token_file(other, tokens);
