@@ -111,26 +111,23 @@ HfWeightFiles hf_weight_files(const std::string& dir) {
   return w;
 }
 
-void load_hf_tensors(const std::string& path, const ParamLayout& layout, std::vector<std::vector<float>>& groups,
-                     const SeenBytes& seen, const std::vector<std::string>& ignored, const std::vector<HfTie>& ties) {
+HfWeightReader::HfWeightReader(const std::string& path, const ParamLayout& layout, const SeenBytes& seen,
+                               const std::vector<std::string>& ignored, const std::vector<HfTie>& ties)
+    : path_(path), layout_(layout), seen_(seen), ties_(ties) {
   HfWeightFiles w;
   if (is_hf_folder(path))
     w = hf_weight_files(path);
   else
     w.files.push_back(path);
-  groups.resize(layout.groups.size());
-  for (std::size_t g = 0; g < groups.size(); ++g) groups[g].assign(layout.groups[g].count, 0.0f);
-  std::map<std::string, std::pair<int, const TensorSpec*>> by_hf;
-  for (std::size_t g = 0; g < layout.groups.size(); ++g)
-    for (const TensorSpec& t : layout.groups[g].tensors) by_hf[t.hf_name] = {int(g), &t};
-
-  std::map<std::string, std::string> loaded;  // hf name -> the file it came from
-  std::map<std::string, std::vector<float>> tied;  // tie name -> its values, checked after
+  std::map<std::string, const TensorSpec*> by_hf;
+  for (const GroupSpec& g : layout_.groups)
+    for (const TensorSpec& t : g.tensors) by_hf[t.hf_name] = &t;
   for (std::size_t f = 0; f < w.files.size(); ++f) {
-    const SafetensorsReader r(w.files[f]);
-    if (seen) {
+    files_.push_back(std::make_unique<SafetensorsReader>(w.files[f]));
+    const SafetensorsReader& r = *files_.back();
+    if (seen_) {
       const std::string header = r.header_bytes();
-      seen(header.data(), header.size());
+      seen_(header.data(), header.size());
     }
     for (const SafetensorsTensor& t : r.tensors()) {
       bool skip = false;
@@ -143,50 +140,63 @@ void load_hf_tensors(const std::string& path, const ParamLayout& layout, std::ve
                                      : "the index puts in " + w.files[it->second],
                  ": the folder's index and its shards disagree");
       }
-      auto [prev, fresh] = loaded.emplace(t.name, w.files[f]);
-      TZ_CHECK(fresh, "tensor '", t.name, "' is in both ", prev->second, " and ", w.files[f]);
+      auto [prev, fresh] = where_.emplace(t.name, Where{f, &t});
+      TZ_CHECK(fresh, "tensor '", t.name, "' is in both ", w.files[prev->second.file], " and ", w.files[f]);
       TZ_CHECK(t.dtype == SafetensorsDType::F32 || t.dtype == SafetensorsDType::F16 || t.dtype == SafetensorsDType::BF16,
                "tensor '", t.name, "' in ", w.files[f], " is ", safetensors_dtype_name(t.dtype),
                "; weights must be F32, F16 or BF16");
       const HfTie* tie = nullptr;
-      for (const HfTie& x : ties) tie = x.name == t.name ? &x : tie;
-      const TensorSpec* spec = nullptr;
-      int g = -1;
-      if (tie) {
-        spec = by_hf.at(tie->tied_to).second;
-      } else {
-        auto it = by_hf.find(t.name);
-        TZ_CHECK(it != by_hf.end(), w.files[f], " holds '", t.name,
-                 "', which this model does not have: does config.json describe these weights?");
-        g = it->second.first, spec = it->second.second;
-      }
-      TZ_CHECK(t.shape == spec->hf_shape, "tensor '", t.name, "' in ", w.files[f], " has shape ", shape_text(t.shape),
-               " but config.json's model needs ", shape_text(spec->hf_shape));
-      std::vector<float> own;
-      float* values = tie ? (own.resize(t.count()), own.data()) : groups[g].data() + spec->offset;
-      r.read_f32(t, values, seen);
-      for (std::size_t i = 0, n = t.count(); i < n; ++i)
-        TZ_CHECK(std::isfinite(values[i]), "tensor '", t.name, "' in ", w.files[f], " holds ", values[i],
-                 " at element ", i, ": a model with NaN or Inf weights cannot be trained from");
-      if (tie) tied[t.name] = std::move(own);
+      for (const HfTie& x : ties_) tie = x.name == t.name ? &x : tie;
+      auto it = by_hf.find(tie ? tie->tied_to : t.name);
+      TZ_CHECK(it != by_hf.end(), w.files[f], " holds '", t.name,
+               "', which this model does not have: does config.json describe these weights?");
+      TZ_CHECK(t.shape == it->second->hf_shape, "tensor '", t.name, "' in ", w.files[f], " has shape ",
+               shape_text(t.shape), " but config.json's model needs ", shape_text(it->second->hf_shape));
     }
   }
   for (const auto& [tensor, file] : w.index) {
     bool skip = false;
     for (const std::string& s : ignored) skip |= ends_with(tensor, s);
-    TZ_CHECK(skip || loaded.count(tensor), "the index of ", path, " puts '", tensor.substr(0, 128), "' in ",
+    TZ_CHECK(skip || where_.count(tensor), "the index of ", path, " puts '", tensor.substr(0, 128), "' in ",
              w.files[file], ", which does not hold it");
   }
-  for (const auto& [hf, where] : by_hf)
-    TZ_CHECK(loaded.count(hf), "tensor '", hf, "' is missing from ", path, ": does config.json describe these weights?");
-  for (const HfTie& t : ties) {
-    auto it = tied.find(t.name);
-    if (it == tied.end()) continue;
-    const auto [g, spec] = by_hf.at(t.tied_to);
-    for (std::size_t i = 0; i < it->second.size(); ++i)
-      TZ_CHECK(it->second[i] == groups[g][spec->offset + i], "'", t.name, "' in ", path, " differs from '",
-               t.tied_to, "' at element ", i, " but config.json ties them (tie_word_embeddings)");
+  for (const auto& [hf, spec] : by_hf)
+    TZ_CHECK(where_.count(hf), "tensor '", hf, "' is missing from ", path, ": does config.json describe these weights?");
+}
+
+HfWeightReader::~HfWeightReader() = default;
+
+void HfWeightReader::read(const std::string& name, float* values) const {
+  const Where& w = where_.at(name);
+  const SafetensorsReader& r = *files_[w.file];
+  r.read_f32(*w.tensor, values, seen_);
+  for (std::size_t i = 0, n = w.tensor->count(); i < n; ++i)
+    TZ_CHECK(std::isfinite(values[i]), "tensor '", name, "' in ", r.path(), " holds ", values[i], " at element ", i,
+             ": a model with NaN or Inf weights cannot be trained from");
+}
+
+void HfWeightReader::read_group(int g, std::vector<float>& values) {
+  const GroupSpec& group = layout_.groups.at(std::size_t(g));
+  values.assign(group.count, 0.0f);
+  for (const TensorSpec& t : group.tensors) read(t.hf_name, values.data() + t.offset);
+  // A tied tensor the file holds anyway (lm_head.weight of a tied model) must be the one it is tied to.
+  for (const HfTie& tie : ties_) {
+    const TensorSpec* spec = nullptr;
+    for (const TensorSpec& t : group.tensors) spec = t.hf_name == tie.tied_to ? &t : spec;
+    if (!spec || !where_.count(tie.name)) continue;
+    std::vector<float> own(where_.at(tie.name).tensor->count());
+    read(tie.name, own.data());
+    for (std::size_t i = 0; i < own.size(); ++i)
+      TZ_CHECK(own[i] == values[spec->offset + i], "'", tie.name, "' in ", path_, " differs from '", tie.tied_to,
+               "' at element ", i, " but config.json ties them (tie_word_embeddings)");
   }
+}
+
+void load_hf_tensors(const std::string& path, const ParamLayout& layout, std::vector<std::vector<float>>& groups,
+                     const SeenBytes& seen, const std::vector<std::string>& ignored, const std::vector<HfTie>& ties) {
+  HfWeightReader r(path, layout, seen, ignored, ties);
+  groups.resize(layout.groups.size());
+  for (std::size_t g = 0; g < groups.size(); ++g) r.read_group(int(g), groups[g]);
 }
 
 }  // namespace tz

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -12,6 +13,8 @@
 #include "model/model_config.h"
 #include "model/param_layout.h"
 #include "model/safetensors_format.h"
+#include "model/safetensors_reader.h"
+#include "model/weight_source.h"
 
 namespace tz {
 
@@ -41,10 +44,36 @@ HfWeightFiles hf_weight_files(const std::string& dir);
 // `tied_to` names (e.g. "lm_head.weight" of a tied model) may be present and must then equal that one.
 // Refuses, naming the file and the tensor: a missing, extra, misshapen or duplicated tensor, one the
 // index puts in another file, another dtype, and NaN or Inf values. `seen` gets every byte read, in the
-// order read (each file's header, then its tensors).
+// order read (every file's header, then the tensors group by group).
 struct HfTie {
   std::string name, tied_to;
 };
+
+// The same, a group at a time (ModelFamily::open_weights): the constructor opens every file, passes every
+// header to `seen` and makes every check that needs no values; read_group reads one group's tensors (and a
+// tie's tensor with the group it is tied into), checking their values.
+class HfWeightReader final : public WeightSource {
+ public:
+  HfWeightReader(const std::string& path, const ParamLayout& layout, const SeenBytes& seen,
+                 const std::vector<std::string>& ignored = {}, const std::vector<HfTie>& ties = {});
+  ~HfWeightReader() override;
+  void read_group(int g, std::vector<float>& values) override;
+
+ private:
+  struct Where {
+    std::size_t file;
+    const SafetensorsTensor* tensor;
+  };
+  void read(const std::string& name, float* values) const;
+
+  std::string path_;
+  ParamLayout layout_;
+  SeenBytes seen_;
+  std::vector<HfTie> ties_;
+  std::vector<std::unique_ptr<SafetensorsReader>> files_;
+  std::map<std::string, Where> where_;  // every tensor read (the layout's and ties'), by Hugging Face name
+};
+// Every group at once: an HfWeightReader read through.
 void load_hf_tensors(const std::string& path, const ParamLayout& layout, std::vector<std::vector<float>>& groups,
                      const SeenBytes& seen, const std::vector<std::string>& ignored = {},
                      const std::vector<HfTie>& ties = {});

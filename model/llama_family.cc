@@ -273,10 +273,14 @@ class LlamaFamily final : public ModelFamily {
   // a tied model's lm_head.weight, when saved, must be the embedding.
   void load_safetensors(const std::string& path, const ParamLayout& layout, std::vector<std::vector<float>>& groups,
                         const SeenBytes& seen) const override {
-    const bool tied = layout.find("lm_head.weight") == nullptr;
-    std::vector<HfTie> ties;
-    if (tied) ties.push_back({"lm_head.weight", "model.embed_tokens.weight"});
-    load_hf_tensors(path, layout, groups, seen, {".rotary_emb.inv_freq"}, ties);
+    load_hf_tensors(path, layout, groups, seen, {".rotary_emb.inv_freq"}, ties(layout));
+  }
+
+  // Streamed: one group's fp32 values at a time (an 8B model is 32 GB in fp32).
+  std::unique_ptr<WeightSource> open_weights(const std::string& path, const ParamLayout& layout,
+                                             const SeenBytes& seen) const override {
+    return std::make_unique<HfWeightReader>(path, layout, seen, std::vector<std::string>{".rotary_emb.inv_freq"},
+                                            ties(layout));
   }
 
   // Hugging Face's names and [out, in] matrices are the layout's own: the file is the layout's tensors.
@@ -286,6 +290,10 @@ class LlamaFamily final : public ModelFamily {
   }
 
  private:
+  static std::vector<HfTie> ties(const ParamLayout& layout) {
+    if (layout.find("lm_head.weight") != nullptr) return {};
+    return {{"lm_head.weight", "model.embed_tokens.weight"}};
+  }
   static std::size_t count(const ModelConfig& c, int vocab_rows) {
     const LlamaDims d = LlamaDims::of(c);
     const std::size_t C = d.C, Q = std::size_t(d.H) * d.hd, KV = std::size_t(d.KV) * d.hd, I = d.I;

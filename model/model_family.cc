@@ -62,6 +62,13 @@ ModelConfig ModelFamily::config_from_hf(const nlohmann::json&, const std::string
   TZ_FAIL(source, ": the ", name(), " family reads no Hugging Face config.json");
 }
 
+std::unique_ptr<WeightSource> ModelFamily::open_weights(const std::string& path, const ParamLayout& layout,
+                                                       const SeenBytes& seen) const {
+  std::vector<std::vector<float>> groups;
+  load_safetensors(path, layout, groups, seen);
+  return std::make_unique<LoadedWeights>(std::move(groups));
+}
+
 nlohmann::json ModelFamily::hf_config(const ModelConfig&) const {
   TZ_FAIL("the ", name(), " family writes no Hugging Face config.json: its models cannot be saved as a folder");
 }

@@ -17,6 +17,7 @@
 #include "model/activation_checkpoints.h"
 #include "model/model.h"
 #include "model/safetensors_format.h"
+#include "model/weight_source.h"
 
 namespace tz {
 
@@ -87,6 +88,12 @@ class ModelFamily {
   // and non-finite values, naming the file and the tensor.
   virtual void load_safetensors(const std::string& path, const ParamLayout& layout,
                                 std::vector<std::vector<float>>& groups, const SeenBytes& seen) const = 0;
+  // The same values handed out a group at a time (the engine's initialisation reads group 0, 1, ...):
+  // the file's structure (every tensor present, shapes, dtypes) is checked here, the values as each group
+  // is read. `seen` gets every byte read, headers first. By default load_safetensors reads everything
+  // first; families reading Hugging Face folders stream.
+  virtual std::unique_ptr<WeightSource> open_weights(const std::string& path, const ParamLayout& layout,
+                                                     const SeenBytes& seen) const;
   // Writes what transformers' from_pretrained loads (f32, bf16 or f16); groups[g] points at the group's
   // fp32 values.
   virtual void save_safetensors(const std::string& path, const ParamLayout& layout,

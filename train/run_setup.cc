@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -36,24 +37,55 @@ DeviceOptions device_options(const TrainOptions& opt) {
 
 namespace {
 
-// Loads --init-from on every rank, then the ranks compare the XXH3-64 of every byte each read, before
-// anything uses the values: ranks given different weights stop on every rank, naming --init-from.
-void load_init_from(const TrainOptions& opt, Communicator& comm, const ParamLayout& layout,
-                    std::vector<std::vector<float>>& loaded) {
-  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> h(XXH3_createState(), &XXH3_freeState);
-  TZ_CHECK(h && XXH3_64bits_reset(h.get()) == XXH_OK, "cannot start a hash of --init-from");
-  std::uint64_t bytes = 0;
-  on_every_rank(comm, "load --init-from " + opt.init_from, [&] {
-    model_family(opt.model).load_safetensors(opt.init_from, layout, loaded, [&](const void* p, std::size_t n) {
-      XXH3_64bits_update(h.get(), p, n);
-      bytes += n;
+// --init-from, streamed: every rank opens the weights (checking what needs no values), then the engine's
+// initialisation reads them one group at a time. A failure there (NaN, a read error) is kept, not thrown,
+// so that every rank finishes initialising; finish() then stops every rank together, naming it, and the
+// ranks compare the XXH3-64 of every byte each read: ranks given different weights stop, naming --init-from.
+class InitFrom {
+ public:
+  InitFrom(const TrainOptions& opt, Communicator& comm, const ParamLayout& layout)
+      : h_(XXH3_createState(), &XXH3_freeState), what_("load --init-from " + opt.init_from) {
+    TZ_CHECK(h_ && XXH3_64bits_reset(h_.get()) == XXH_OK, "cannot start a hash of --init-from");
+    on_every_rank(comm, what_, [&] {
+      source_ = model_family(opt.model).open_weights(opt.init_from, layout, [this](const void* p, std::size_t n) {
+        XXH3_64bits_update(h_.get(), p, n);
+        bytes_ += n;
+      });
     });
-  });
-  char b[80];
-  std::snprintf(b, sizeof b, "%llu bytes read, xxh3 %016llx", static_cast<unsigned long long>(bytes),
-                static_cast<unsigned long long>(XXH3_64bits_digest(h.get())));
-  check_settings_agree({{"the contents of --init-from", b}}, comm);
-}
+    counts_.resize(layout.groups.size());
+    for (std::size_t g = 0; g < counts_.size(); ++g) counts_[g] = layout.groups[g].count;
+  }
+
+  void read(int g, std::vector<float>& values) {
+    if (!error_) {
+      try {
+        return source_->read_group(g, values);
+      } catch (...) {
+        error_ = std::current_exception();
+      }
+    }
+    values.assign(counts_[std::size_t(g)], 0.0f);  // never trained from: finish() stops every rank
+  }
+
+  void finish(Communicator& comm) {
+    source_.reset();
+    on_every_rank(comm, what_, [&] {
+      if (error_) std::rethrow_exception(error_);
+    });
+    char b[80];
+    std::snprintf(b, sizeof b, "%llu bytes read, xxh3 %016llx", static_cast<unsigned long long>(bytes_),
+                  static_cast<unsigned long long>(XXH3_64bits_digest(h_.get())));
+    check_settings_agree({{"the contents of --init-from", b}}, comm);
+  }
+
+ private:
+  std::unique_ptr<XXH3_state_t, decltype(&XXH3_freeState)> h_;
+  std::string what_;
+  std::exception_ptr error_;
+  std::uint64_t bytes_ = 0;
+  std::unique_ptr<WeightSource> source_;
+  std::vector<std::size_t> counts_;
+};
 
 }  // namespace
 
@@ -106,18 +138,18 @@ Run::Run(const TrainOptions& opt, Communicator& comm, const TrainHooks& hooks, c
                                      comm.size(), opt.seed, false, opt.model.vocab_size, corpus.val_name);
   EngineConfig ec{opt.adam, opt.lr, opt.fp16, opt.grad_accum};
   ec.lr.total_steps = opt.steps;
-  std::vector<std::vector<float>> loaded;  // --init-from: the file's groups, handed out one by one
-  if (!opt.init_from.empty()) load_init_from(opt, comm, plan.layout, loaded);
+  std::unique_ptr<InitFrom> init_from;  // --init-from: read a group at a time as the engine initialises
+  if (!opt.init_from.empty()) init_from = std::make_unique<InitFrom>(opt, comm, plan.layout);
   auto init = [&](int g, std::vector<float>& values) {
     if (ckpt) {
       values.resize(plan.layout.groups[g].count);
       return ckpt->read(g, StateArray::master, 0, values.size(), values.data());
     }
-    if (loaded.empty()) return model_family(opt.model).init_group(opt.model, plan.layout, opt.seed, g, values);
-    values = std::move(loaded[g]);
-    loaded[g] = {};
+    if (init_from) return init_from->read(g, values);
+    model_family(opt.model).init_group(opt.model, plan.layout, opt.seed, g, values);
   };
   engine = std::make_unique<Engine>(*dev, *stream, *dcomm, plan, *planned, ec, init, hooks.engine);
+  if (init_from) init_from->finish(comm);
   engine->set_host_comm(comm);
   const MemoryKind act_home = tier_memory(opt.offload.activations);
   model = model_family(opt.model).make(*dev, opt.model, ModelShape{opt.micro_batch, opt.seq_len}, opt.dtype,
