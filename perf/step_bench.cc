@@ -12,6 +12,7 @@
 #include <random>
 
 #include "core/backend.h"
+#include "core/cpu_adam.h"
 #include "core/error.h"
 #include "model/model_family.h"
 #include "zero/engine.h"
@@ -79,12 +80,15 @@ nlohmann::json run_step_bench(const StepBenchOptions& opt, bool quiet) {
   out["micro_batch"] = B;
   out["seq_len"] = T;
   out["threads"] = omp_get_max_threads();
+  // The vector ISA the CPU Adam and the elementwise kernels run (avx512, avx2 or scalar).
+  const std::string isa(cpu_adam_isa_name(cpu_adam_isa_choice()));
+  out["isa"] = isa;
   out["flops_per_step"] = flops;
   out["flops_formula"] = "tokens x FLOPs per token, " + family.flops_formula();
   if (!quiet)
-    std::printf("bench step: %s (%.1fM params), micro-batch %d x seq %d, %d threads, %d warm-up + %d timed steps\n",
-                opt.model_name.c_str(), cfg.num_parameters_unpadded() / 1e6, B, T, omp_get_max_threads(), opt.warmup_steps,
-                opt.steps);
+    std::printf("bench step: %s (%.1fM params), micro-batch %d x seq %d, %d threads (%s), %d warm-up + %d timed steps\n",
+                opt.model_name.c_str(), cfg.num_parameters_unpadded() / 1e6, B, T, omp_get_max_threads(), isa.c_str(),
+                opt.warmup_steps, opt.steps);
   for (DType dt : opt.dtypes) {
     LrConfig lr;
     lr.lr = 1e-4f;
@@ -137,9 +141,10 @@ nlohmann::json run_step_bench(const StepBenchOptions& opt, bool quiet) {
         total.push_back(ms(t0, t3));
       }
     }
-    // The limit: the same backend's matmul on the model's widest GEMM shape (MLP expansion) and on a
-    // large square, in this dtype.
-    double mm_model = measure_matmul_gflops(*dev, dt, BT, 4 * cfg.n_embd, cfg.n_embd, 10);
+    // The limit: the same backend's matmul on the model's widest GEMM shape (MLP expansion: 4 x width for
+    // GPT-2, intermediate_size for the Llama family) and on a large square, in this dtype.
+    const int mlp = cfg.ffn_dim > 0 ? cfg.ffn_dim : 4 * cfg.n_embd;
+    double mm_model = measure_matmul_gflops(*dev, dt, BT, mlp, cfg.n_embd, 10);
     double mm_square = measure_matmul_gflops(*dev, dt, 2048, 2048, 2048, 5);
     double step_ms = median(total);
     nlohmann::json r;
@@ -162,7 +167,7 @@ nlohmann::json run_step_bench(const StepBenchOptions& opt, bool quiet) {
           "  %-5s %8.1f ms/step (fwd %.1f, bwd %.1f, adamw %.1f) | %8.0f tok/s | %7.1f GFLOP/s | limit: matmul "
           "%.1f GFLOP/s at [%d x %d x %d], %.1f at 2048^3\n",
           std::string(dtype_name(dt)).c_str(), step_ms, median(fwd), median(bwd), median(optim),
-          r["tokens_per_s"].get<double>(), r["gflops"].get<double>(), mm_model, BT, 4 * cfg.n_embd, cfg.n_embd,
+          r["tokens_per_s"].get<double>(), r["gflops"].get<double>(), mm_model, BT, mlp, cfg.n_embd,
           mm_square);
   }
   return out;
