@@ -19,6 +19,7 @@
 #include "train/collective_util.h"
 #include "train/output_checks.h"
 #include "train/rank_agreement.h"
+#include "train/resident_memory.h"
 #include "train/run_setup.h"
 #include "train/save_dir.h"
 #include "train/stop_signals.h"
@@ -172,6 +173,7 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
                   StopSignals* stop) {
   check_options(opt, comm.size());
   check_ranks_agree(opt, comm);  // before anything depends on the settings being equal
+  const std::size_t resident_at_start = reset_resident_peak() ? resident_status_bytes("VmRSS") : 0;
   const LogFn log =
       log_fn ? log_fn
              : LogFn([](const std::string& s) { std::printf("%s\n", s.c_str()), std::fflush(stdout); });
@@ -266,6 +268,8 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
   }
   result.persistent_bytes = run.plan.state_bytes(Tier::device);
   result.host_persistent_bytes = run.plan.state_bytes(Tier::host);
+  if (resident_at_start > 0)
+    result.resident_growth_bytes = resident_status_bytes("VmHWM") - std::min(resident_at_start, resident_status_bytes("VmHWM"));
   if (comm.rank() == 0) {
     std::string cmp = "memory: planned vs allocated peak per rank:";
     for (Tier t : tiers())
@@ -275,6 +279,8 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
           .append(format_bytes(result.plan_bytes[t]))
           .append(" / ")
           .append(format_bytes(result.peak_bytes[t]));
+    if (result.resident_growth_bytes > 0)
+      cmp.append(" | rank 0's resident set (VmHWM) grew ").append(format_bytes(result.resident_growth_bytes));
     log(cmp);
   }
   if (!opt.save_safetensors.empty()) export_model(opt, comm, run, log, last, result.checkpoint);

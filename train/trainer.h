@@ -27,6 +27,9 @@ struct TrainResult {
   std::size_t host_persistent_bytes = 0;  // the same on the host tier (offloaded states)
   PerTier<std::size_t> plan_bytes;      // the printed plan's total per tier
   PerTier<std::size_t> peak_bytes;      // peak per tier, as the allocators' budgets saw it
+  // The growth of the process's peak resident set (VmHWM) over its resident set when train() began: the
+  // kernel's count, independent of the plan (0 where /proc cannot be read).
+  std::size_t resident_growth_bytes = 0;
   std::vector<nlohmann::json> metrics;  // the per-step records written to --metrics
   int stopped_after = 0;  // > 0: a stop signal ended the run after this step (0: it ran every step)
   int stop_signal = 0;    // the highest signal number any rank received (the same on every rank)

@@ -12,6 +12,7 @@
 #include "comm/communicator.h"
 #include "core/poison.h"
 #include "tests/common/test_dir.h"
+#include "train/resident_memory.h"
 #include "train/trainer.h"
 
 namespace tz {
@@ -19,21 +20,10 @@ namespace {
 
 void quiet(const std::string&) {}
 
-// A field of /proc/self/status in bytes (VmRSS, VmHWM).
 std::size_t status_bytes(const std::string& field) {
-  std::ifstream in("/proc/self/status");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind(field + ":", 0) == 0) return std::stoull(line.substr(field.size() + 1)) * 1024;
-  ADD_FAILURE() << "no " << field << " in /proc/self/status";
-  return 0;
-}
-
-// Resets VmHWM to the current resident set (Linux >= 4.0).
-bool reset_peak() {
-  std::ofstream out("/proc/self/clear_refs");
-  out << "5";
-  out.flush();
-  return bool(out);
+  const std::size_t b = resident_status_bytes(field);
+  EXPECT_GT(b, 0u) << "no " << field << " in /proc/self/status";
+  return b;
 }
 
 // 6 blocks of width 384, byte vocabulary: 10.7M parameters, so each configuration plans 30-200 MB per
@@ -96,7 +86,7 @@ TEST(MemoryMeasured, PeakResidentGrowthMatchesThePlannedDevicePlusHostBytes) {
   for (const Case& c : cases(dir.path())) {
     malloc_trim(0);
     comm->barrier()->wait();
-    ASSERT_TRUE(reset_peak()) << "cannot reset VmHWM through /proc/self/clear_refs";
+    ASSERT_TRUE(reset_resident_peak()) << "cannot reset VmHWM through /proc/self/clear_refs";
     const std::size_t before = status_bytes("VmRSS");
     TrainResult r = train(c.o, *comm, quiet);
     const double measured = double(status_bytes("VmHWM")) - double(before);
