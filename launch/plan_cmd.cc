@@ -1,8 +1,8 @@
 // `tierzero plan`: the memory plan `train` would allocate for the same flags, printed per rank
 // without allocating anything (and without MPI: the world size is a flag).
 #include <boost/program_options.hpp>
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cmath>
 #include <filesystem>
 #include <optional>
@@ -28,7 +28,7 @@ namespace tz {
 
 int plan_command(const std::vector<std::string>& args) {
   TrainFlags f;
-  int world = 1, rank = -1, ranks_per_node = 0;
+  int world = 1, rank = -1, ranks_per_node = 0, threads_per_rank = 0;
   std::string hardware, csv;
   bool compare = false, json = false;
   Prices prices;
@@ -46,6 +46,9 @@ int plan_command(const std::vector<std::string>& args) {
       "(this machine's `tierzero bench calibrate`), or a hardware JSON file")(
       "ranks-per-node", po::value(&ranks_per_node)->default_value(0),
       "ranks on each node (0: the hardware's devices per node; CPU hardware: its calibration's)")(
+      "threads-per-rank", po::value(&threads_per_rank)->default_value(0),
+      "CPU hardware: the compute threads each rank runs (OMP_NUM_THREADS); ranks using fewer cores than the "
+      "calibration measured get that share of its rates (0: the node's cores shared by its ranks)")(
       "compare", po::bool_switch(&compare),
       "one table of options (stages 0-3, optimizer or parameters on host or NVMe) on each --hardware (a "
       "comma-separated list; default: every GPU preset), with time and cost per million tokens and per run")(
@@ -62,6 +65,8 @@ int plan_command(const std::vector<std::string>& args) {
   TZ_CHECK(world >= 1 && world <= kMaxWorld, "--world must be in [1, ", kMaxWorld, "], got ", world);
   TZ_CHECK(ranks_per_node >= 0, "--ranks-per-node must be >= 0, got ", ranks_per_node);
   TZ_CHECK(ranks_per_node <= kMaxWorld, "--ranks-per-node must be at most ", kMaxWorld, ", got ", ranks_per_node);
+  TZ_CHECK(threads_per_rank >= 0 && threads_per_rank <= (1 << 20), "--threads-per-rank must be in [0, ", 1 << 20,
+           "], got ", threads_per_rank);
   derive_batch(f.o, world);
   TZ_CHECK(rank >= -1 && rank < world, "--rank must be in [0, ", world, ") or -1, got ", rank);
   for (const std::string& line : f.o.config_lines) std::printf("%s\n", line.c_str());
@@ -91,6 +96,7 @@ int plan_command(const std::vector<std::string>& args) {
       const std::size_t comma = std::min(list.find(',', at), list.size());
       hws.push_back(load_hardware(list.substr(at, comma - at)));
       if (ranks_per_node > 0) hws.back().ranks_per_node = ranks_per_node;
+      hws.back().threads_per_rank = threads_per_rank;
       at = comma + 1;
     }
     const std::vector<CompareRow> rows = compare_options(f.o, world, hws, prices);
@@ -116,6 +122,7 @@ int plan_command(const std::vector<std::string>& args) {
   if (!hardware.empty()) {
     hw = load_hardware(hardware);
     if (ranks_per_node > 0) hw->ranks_per_node = ranks_per_node;
+    hw->threads_per_rank = threads_per_rank;
     // Budgets not given on the command line are the hardware's: each device's memory, and each rank's
     // share of its node's host memory and NVMe.
     // Plan for the hardware's device (a GPU: no CPU matmul workspace), as train will allocate there.
@@ -157,6 +164,12 @@ int plan_command(const std::vector<std::string>& args) {
       const StepPrediction pred = predict_step(plan, *hw, f.o.grad_accum);
       if (json && !out.contains("prediction")) out["prediction"] = prediction_json(pred);
       if (!json) std::printf("%s\n", prediction_table(pred).c_str());
+      const int rpn = std::min(world, hw->ranks_per_node);
+      if (!json && hw->cores > 0 && hw->threads_per_rank > 0 && hw->threads_per_rank * rpn > hw->cores)
+        std::printf("note: %d ranks x %d threads on a node whose rates were measured on %d cores: oversubscribed, "
+                    "which the prediction does not model (a run of 2 ranks x 2 threads on 2 cores took 2.6 times the "
+                    "prediction: perf/README.md)\n",
+                    rpn, hw->threads_per_rank, hw->cores);
     }
     if (problem.empty()) continue;
     fits = false;

@@ -2,6 +2,7 @@
 // Hardware description.
 #include "perf/calibrate.h"
 
+#include <omp.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -55,6 +56,7 @@ Hardware calibrate(const CalibrateOptions& opt, Communicator* comm, bool quiet) 
   h.name = "local";
   h.device = DeviceKind::cpu;
   h.ranks_per_node = ranks;
+  h.cores = ranks * omp_get_max_threads();  // what every rate below is measured on
   char host[256] = "?";
   ::gethostname(host, sizeof host - 1);
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);

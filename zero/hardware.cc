@@ -138,6 +138,7 @@ nlohmann::json Hardware::to_json() const {
           {"source", source},
           {"device", device_kind_name(device)},
           {"ranks_per_node", ranks_per_node},
+          {"cores", cores},
           {"device_bytes", device_bytes},
           {"host_bytes", host_bytes},
           {"nvme_bytes", nvme_bytes},
@@ -190,6 +191,11 @@ Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
   const double ranks = num("ranks_per_node", 1, 1 << 20);
   TZ_CHECK(ranks == std::floor(ranks), src, ": hardware field 'ranks_per_node' must be a whole number, got ", ranks);
   h.ranks_per_node = int(ranks);
+  if (j.contains("cores")) {  // written by calibrations since issue 19
+    const double cores = num("cores", 0, 1 << 20);
+    TZ_CHECK(cores == std::floor(cores), src, ": hardware field 'cores' must be a whole number, got ", cores);
+    h.cores = int(cores);
+  }
   h.device_bytes = std::size_t(num("device_bytes", 0, kMaxBytes));
   h.host_bytes = std::size_t(num("host_bytes", 0, kMaxBytes));
   h.nvme_bytes = std::size_t(num("nvme_bytes", 0, kMaxBytes));

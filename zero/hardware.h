@@ -19,6 +19,12 @@ struct Hardware {
   // memcpys, nothing hides behind compute, the node's rates are shared by its ranks).
   DeviceKind device = DeviceKind::cuda;
   int ranks_per_node = 1;    // devices (ranks) per node
+  // A CPU node: the cores its rates were measured on (a calibration's ranks x threads; 0: unknown, the
+  // rates are the whole node's), and the compute threads each rank of the run predicted uses (a run
+  // setting, `plan --threads-per-rank`; 0: the node's cores shared by its ranks). Ranks using fewer
+  // cores than were measured get that share of the node's compute and memory rates.
+  int cores = 0;
+  int threads_per_rank = 0;
   std::size_t device_bytes = 0;      // memory per device
   std::size_t host_bytes = 0;        // host memory per node
   std::size_t nvme_bytes = 0;        // NVMe capacity per node

@@ -59,8 +59,12 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
   // Compute.
   const double flops = model_flops(in.model, in.shape.B, in.shape.T);
   const bool recompute = in.checkpointing != ActivationCheckpointing::off;
-  // A CPU's rates are the node's, shared by the ranks on it; a GPU's are each device's.
-  const double share = host_is_device ? double(rpn) : 1.0;
+  // A CPU's rates are the node's, shared by the ranks on it; a GPU's are each device's. Ranks whose threads
+  // use fewer of the node's cores than its rates were measured on get that fraction of them.
+  const double used = host_is_device && hw.cores > 0 && hw.threads_per_rank > 0
+                          ? std::min(1.0, double(hw.threads_per_rank) * rpn / hw.cores)
+                          : 1.0;
+  const double share = host_is_device ? double(rpn) / used : 1.0;
   const double rate = hw.step_rate(in.dtype) / share;
   const double micro_compute = flops * (recompute ? 4.0 / 3.0 : 1.0) / (rate * 1e12);
   StepTerm compute{"compute", micro_compute * accum, micro_compute * accum, ""};
@@ -116,7 +120,7 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
   }
 
   // Host-device traffic, the optimizer, NVMe.
-  const double link = hw.link_gbs * 1e9, adam_rate = hw.cpu_adam_gbs * 1e9 / rpn;
+  const double link = hw.link_gbs * 1e9, adam_rate = hw.cpu_adam_gbs * 1e9 / rpn * (host_is_device ? used : 1.0);
   double down = 0, up = 0, fetch_micro = 0, host_adam = 0, dev_adam = 0, nvme_opt_rw = 0, nvme_fetch_micro = 0,
          nvme_param_write = 0, spec_adam = 0;
   // The speculative CPU Adam runs the covered groups' updates during the last micro-step's backward,

@@ -10,7 +10,9 @@
 #                   host memory);
 #   measured memory: the growth of rank 0's peak resident set (VmHWM) over its resident set when train()
 #                   began, as train prints it (the kernel's count).
-# Prints one row per configuration, then the distribution of both errors.
+# Prints one row per configuration, then the distribution of both errors. With BEFORE_TZ=an older tierzero
+# binary, its prediction of each step (on the same calibration) follows each row, and its error distribution
+# the others: what a change to the model did, on runs measured once.
 # usage: perf/scripts/validate_plan.sh [BUILD_DIR] [WORK_DIR] [ONLY]   (ONLY: an extended regex; only the
 # configurations whose names match run, as the ctest does)
 set -euo pipefail
@@ -31,7 +33,7 @@ mpirun -np 2 --oversubscribe --bind-to none -x OMP_NUM_THREADS=$((cores / 2 > 0 
 echo "calibration: $work/hw.json ($(grep -o '"source": "[^"]*"' "$work/hw.json"))"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) ($(grep -o -m1 'amx_bf16' /proc/cpuinfo || echo no AMX), $cores cores)"
 threads_flag=0
-"$tz" plan --help | grep -q -- "--threads-per-rank" && threads_flag=1
+[[ "$("$tz" plan --help)" == *--threads-per-rank* ]] && threads_flag=1
 to_bytes() {  # "12.5 MiB" -> bytes
   awk -v v="$1" -v u="$2" 'BEGIN { m = u == "GiB" ? 2^30 : u == "MiB" ? 2^20 : u == "KiB" ? 2^10 : 1; printf "%.0f", v * m }'
 }
@@ -56,9 +58,14 @@ run() {  # run NAME WORLD THREADS MODEL_ARRAY_NAME FLAGS...
              sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
   grew=$(grep -o "resident set (VmHWM) grew [0-9.]* [KMG]*i*B" "$work/run.log" | awk '{print $5, $6}')
   grew=$(to_bytes $grew)
-  local row
+  local row before=""
+  if [ -n "${BEFORE_TZ:-}" ]; then
+    before=$("$BEFORE_TZ" plan --world "$world" "${flags[@]}" --hardware "$work/hw.json" --ranks-per-node "$world" |
+             awk '/^  step /{print $2}')
+  fi
   row=$(awk -v n="$name" -v w="$world" -v t="$threads" -v p="$predicted" -v m="$measured" -v pm="$planned" -v mm="$grew" \
     'BEGIN { printf "%-40s %5d %7d %10.1f %10.1f %6.2f %10.1f %10.1f %6.2f", n, w, t, p, m, p / m, pm / 2^20, mm / 2^20, pm / mm }')
+  [ -z "$before" ] || row+=$(awk -v b="$before" -v m="$measured" 'BEGIN { printf "   before %.1f %.2f", b, b / m }')
   echo "$row"
   rows+=("$row")
 }
@@ -86,9 +93,13 @@ run "llama stage 3 fp32, 4 ranks"             4 1 llama --zero-stage 3 --param-p
 run "llama stage 1 fp32, 2 threads per rank"  2 2 llama --zero-stage 1
 printf '%s\n' "${rows[@]}" | /usr/bin/python3 -c '
 import statistics, sys
-rows = [l.split() for l in sys.stdin if l.strip()]
-for what, col, label in (("step time", -4, "predicted/measured"), ("memory", -1, "planned/measured")):
-    e = sorted((float(r[col]) - 1) * 100 for r in rows)
+lines = [l for l in sys.stdin if l.strip()]
+rows = [l.split("   before ")[0].split() for l in lines]
+cols = [("step time", [float(r[-4]) for r in rows], "predicted/measured"), ("memory", [float(r[-1]) for r in rows], "planned/measured")]
+if all("   before " in l for l in lines):
+    cols.append(("step time before", [float(l.split()[-1]) for l in lines], "predicted/measured"))
+for what, ratios, label in cols:
+    e = sorted((x - 1) * 100 for x in ratios)
     print("%s: %s - 1 over %d configurations: min %+.0f%%, median %+.0f%%, max %+.0f%%, mean |error| %.0f%%" %
           (what, label, len(e), e[0], statistics.median(e), e[-1], statistics.mean(abs(x) for x in e)))
 '

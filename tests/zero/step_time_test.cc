@@ -53,6 +53,47 @@ TEST(StepTime, ComputeIsTheModelFlopsOverTheRateAndCheckpointingAddsAForward) {
   EXPECT_NEAR(p.mfu * 2e12 * p.step_s, 3 * flops * 4 / 3 / (4.0 / 3), 1e-3 * flops);
 }
 
+// A CPU node calibrated on 4 cores: 2 ranks of 1 thread each use half of them, so each computes and
+// updates at half its share of the node's rates; 2 threads each (or no thread count) use all of them,
+// and more threads than were measured are no faster. A GPU node ignores the thread count.
+TEST(StepTime, RanksUsingFewerCoresThanMeasuredGetThatShareOnACpuNode) {
+  Hardware h = simple();
+  h.device = DeviceKind::cpu;
+  h.ranks_per_node = 2;
+  h.cores = 4;
+  PlanInputs in = tiny(1, 2);
+  in.device = DeviceKind::cpu;
+  in.offload.optimizer = Tier::host;
+  const MemoryPlan plan = plan_memory(in);
+  auto at = [&](int threads, const char* what) {
+    Hardware x = h;
+    x.threads_per_rank = threads;
+    return term(predict_step(plan, x, 1), what).seconds;
+  };
+  const double flops = model_flops(in.model, 4, 64);
+  EXPECT_DOUBLE_EQ(at(0, "compute"), flops / (1e12 / 2));
+  EXPECT_DOUBLE_EQ(at(2, "compute"), flops / (1e12 / 2));
+  EXPECT_DOUBLE_EQ(at(1, "compute"), flops / (1e12 / 4));
+  EXPECT_DOUBLE_EQ(at(8, "compute"), flops / (1e12 / 2));
+  EXPECT_DOUBLE_EQ(at(1, "optimizer"), 2 * at(2, "optimizer"));
+  h.cores = 0;  // unknown: the node's rates
+  EXPECT_DOUBLE_EQ(at(1, "compute"), flops / (1e12 / 2));
+  Hardware gpu = simple();
+  gpu.cores = 4, gpu.threads_per_rank = 1;
+  EXPECT_DOUBLE_EQ(term(predict_step(plan_memory(tiny(1, 2)), gpu, 1), "compute").seconds, flops / 1e12);
+}
+
+TEST(StepTime, HardwareFilesKeepTheCoresTheirRatesWereMeasuredOn) {
+  Hardware h = simple();
+  h.cores = 6;
+  EXPECT_EQ(Hardware::from_json(h.to_json(), "x").cores, 6);
+  nlohmann::json old = h.to_json();
+  old.erase("cores");
+  EXPECT_EQ(Hardware::from_json(old, "x").cores, 0) << "files written before issue 19 have none";
+  old["cores"] = 2.5;
+  EXPECT_THROW(Hardware::from_json(old, "x"), Error);
+}
+
 // Stage 0 all-reduces the whole padded gradient once per step: 2 (n-1)/n of its bytes on the bus.
 TEST(StepTime, StageZeroAllReducesTheGradientOncePerStep) {
   const MemoryPlan plan = plan_memory(tiny(0, 4));
