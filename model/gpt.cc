@@ -24,12 +24,7 @@ std::string act_name(const char* what, int set) { return std::string("activation
 
 }  // namespace
 
-int Gpt::logits_rows(const ModelConfig& cfg, ModelShape s) {
-  const std::size_t BT = std::size_t(s.B) * s.T, row = std::size_t(cfg.padded_vocab_size) * sizeof(float);
-  std::size_t rows = std::clamp<std::size_t>(kLogitsChunkBytes / row, 1, BT);
-  if (s.max_logits_rows > 0) rows = std::min<std::size_t>(rows, std::size_t(s.max_logits_rows));
-  return int(rows);
-}
+int Gpt::logits_rows(const ModelConfig& cfg, ModelShape s) { return lm_head_rows(cfg.padded_vocab_size, s); }
 
 std::vector<GemmShape> Gpt::gemm_shapes(const ModelConfig& cfg, ModelShape s) {
   const int BT = s.B * s.T, C = cfg.n_embd, Vp = cfg.padded_vocab_size;
@@ -179,6 +174,11 @@ Gpt::~Gpt() {
   if (!gemm_workspace_.empty()) be_.set_gemm_workspace(nullptr, 0);
 }
 
+LmHead Gpt::lm_head(CView x, CView head) {
+  return {shape_.B * shape_.T, cfg_.n_embd, cfg_.vocab_size, cfg_.padded_vocab_size, logits_rows(cfg_, shape_), x,
+          head, logits_.data(), losses_.data(), targets_.data(), dloss_};
+}
+
 CView Gpt::lowp(Stream& s, const float* x, void* scratch, std::size_t n) {
   if (dtype_ == DType::f32) return cview(x);
   be_.cast(s, scratch, dtype_, x, DType::f32, n);
@@ -215,8 +215,7 @@ void Gpt::block_forward(Stream& s, int layer, CView p, const float* res_in, Bloc
 
 void Gpt::forward(ParamProvider& params, const std::int32_t* inputs, const std::int32_t* targets,
                   float dloss_scale, double* loss_sum, Stream& s) {
-  const int B = shape_.B, T = shape_.T, BT = B * T, C = cfg_.n_embd, V = cfg_.vocab_size,
-            Vp = cfg_.padded_vocab_size;
+  const int B = shape_.B, T = shape_.T, BT = B * T, C = cfg_.n_embd, V = cfg_.vocab_size;
   for (int i = 0; i < BT; ++i) {
     TZ_CHECK(inputs[i] >= 0 && inputs[i] < V, "input token ", inputs[i], " at position ", i,
              " is outside the vocabulary [0, ", V, ")");
@@ -251,14 +250,7 @@ void Gpt::forward(ParamProvider& params, const std::int32_t* inputs, const std::
   // The LM head and the loss, chunk by chunk of rows: each chunk's logits become its gradient in place;
   // the last chunk's stays for backward.
   dloss_ = dloss_scale / float(BT);
-  CView x = lowp(s, lnf_.data(), lp_act_.data(), std::size_t(BT) * C);
-  const int R = logits_rows(cfg_, shape_);
-  for (int r0 = 0; r0 < BT; r0 += R) {
-    const int rows = std::min(R, BT - r0);
-    be_.gemm(s, Trans::no, Trans::yes, rows, Vp, C, offset(x, std::size_t(r0) * C), offset(pe, off_.wte),
-             logits_.data(), Accumulate::no);
-    be_.softmax_xent(s, losses_.data() + r0, logits_.data(), targets_.data() + r0, rows, V, Vp, dloss_);
-  }
+  lm_head_forward(be_, s, lm_head(lowp(s, lnf_.data(), lp_act_.data(), std::size_t(BT) * C), offset(pe, off_.wte)));
   params.release(emb, Pass::forward);
   be_.sum(s, loss_sum, losses_.data(), BT);
   ck.finish_forward(s);
@@ -302,7 +294,7 @@ void Gpt::block_backward(Stream& s, int layer, CView p, float* g, const float* r
 }
 
 void Gpt::backward(ParamProvider& params, Stream& s) {
-  const int B = shape_.B, T = shape_.T, BT = B * T, C = cfg_.n_embd, Vp = cfg_.padded_vocab_size;
+  const int B = shape_.B, T = shape_.T, BT = B * T, C = cfg_.n_embd;
   const std::size_t nC = std::size_t(BT) * C;
   const int emb = layout_.embedding_group(), fn = layout_.final_norm_group();
 
@@ -314,20 +306,9 @@ void Gpt::backward(ParamProvider& params, Stream& s) {
   ck.start_backward(s);  // on the host tier, the last checkpoints go up while the LM head runs
   CView pe = params.acquire(emb, Pass::backward);
   float* ge = params.grad(emb);
-  const CView wte = offset(pe, off_.wte);
-  const CView x = lowp(s, lnf_.data(), lp_act_.data(), nC);
-  const int R = logits_rows(cfg_, shape_), last = (BT - 1) / R * R;
-  for (int r0 = last; r0 >= 0; r0 -= R) {
-    const int rows = std::min(R, BT - r0);
-    const CView xr = offset(x, std::size_t(r0) * C);
-    if (r0 != last) {
-      be_.gemm(s, Trans::no, Trans::yes, rows, Vp, C, xr, wte, logits_.data(), Accumulate::no);
-      be_.softmax_xent(s, losses_.data() + r0, logits_.data(), targets_.data() + r0, rows, cfg_.vocab_size, Vp, dloss_);
-    }
-    CView dlog = lowp(s, logits_.data(), lp_grad_.data(), std::size_t(rows) * Vp);
-    be_.gemm(s, Trans::no, Trans::no, rows, C, Vp, dlog, wte, dln_.data() + std::size_t(r0) * C, Accumulate::no);
-    be_.gemm(s, Trans::yes, Trans::no, Vp, C, rows, dlog, xr, ge + off_.wte, Accumulate::yes);
-  }
+  lm_head_backward(be_, s, lm_head(lowp(s, lnf_.data(), lp_act_.data(), nC), offset(pe, off_.wte)),
+                   [&](const float* g, std::size_t n) { return lowp(s, g, lp_grad_.data(), n); }, dln_.data(),
+                   ge + off_.wte);
   params.release(emb, Pass::backward);
 
   CView pf = params.acquire(fn, Pass::backward);

@@ -10,6 +10,7 @@
 #include "core/device.h"
 #include "model/activation_checkpoints.h"
 #include "model/gpt_layout.h"
+#include "model/lm_head.h"
 #include "model/model.h"
 
 namespace tz {
@@ -28,10 +29,9 @@ class Gpt final : public Model {
                                          DeviceKind device = DeviceKind::cpu);
   // Every matrix product forward and backward run.
   static std::vector<GemmShape> gemm_shapes(const ModelConfig& cfg, ModelShape shape);
-  // Rows of logits the LM head materialises at once: all B*T rows while they fit kLogitsChunkBytes, else
+  // Rows of logits the LM head materialises at once: all B*T rows while they fit kLmHeadChunkBytes, else
   // chunks of this many rows (forward keeps only each chunk's losses; backward recomputes the chunks
   // but the last, whose gradient forward left in place).
-  static constexpr std::size_t kLogitsChunkBytes = std::size_t(64) << 20;
   static int logits_rows(const ModelConfig& cfg, ModelShape shape);
 
   // The groups in the order backward reports their gradients ready (grad_ready): the final norm, the
@@ -71,6 +71,8 @@ class Gpt final : public Model {
   void linear_forward(Stream& s, float* out, const float* inp, void* inp_lp, CView w, CView b, int IC, int OC,
                       Accumulate acc);
   CView lowp(Stream& s, const float* x, void* scratch, std::size_t n);
+  // The LM head's arguments over this model's buffers (model/lm_head.h).
+  LmHead lm_head(CView x, CView head);
 
   std::unique_ptr<PlannedBuffers> own_;  // the plan of the self-planning constructor
   Device& dev_;

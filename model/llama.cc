@@ -23,7 +23,6 @@ struct Llama::Offsets {
 namespace {
 
 constexpr const char* kActs = "activations and scratch";
-constexpr std::size_t kLogitsChunkBytes = std::size_t(64) << 20;  // as GPT-2's LM head
 
 std::string set_name(const char* what, int set) {
   return std::string("activations ") + what + " [" + std::to_string(set) + "]";
@@ -37,12 +36,7 @@ std::size_t offset_of(const ParamLayout& L, const std::string& name) {
 
 }  // namespace
 
-int Llama::logits_rows(const ModelConfig& c, ModelShape s) {
-  const std::size_t BT = std::size_t(s.B) * s.T, row = std::size_t(c.padded_vocab_size) * sizeof(float);
-  std::size_t rows = std::clamp<std::size_t>(kLogitsChunkBytes / row, 1, BT);
-  if (s.max_logits_rows > 0) rows = std::min<std::size_t>(rows, std::size_t(s.max_logits_rows));
-  return int(rows);
-}
+int Llama::logits_rows(const ModelConfig& c, ModelShape s) { return lm_head_rows(c.padded_vocab_size, s); }
 
 std::vector<GemmShape> Llama::gemm_shapes(const ModelConfig& c, ModelShape s) {
   const LlamaDims d = LlamaDims::of(c);
@@ -214,6 +208,11 @@ void Llama::init(PlannedBuffers& planned) {
            rope_.size());
 }
 
+LmHead Llama::lm_head(CView x, CView head) {
+  return {shape_.B * shape_.T, d_.C, cfg_.vocab_size, cfg_.padded_vocab_size, logits_rows(cfg_, shape_), x, head,
+          logits_.data(), losses_.data(), targets_.data(), dloss_};
+}
+
 CView Llama::lowp(Stream& s, const float* x, void* scratch, std::size_t n) {
   if (dtype_ == DType::f32) return cview(x);
   be_.cast(s, scratch, dtype_, x, DType::f32, n);
@@ -260,7 +259,7 @@ void Llama::block_forward(Stream& s, CView p, const float* res_in, BlockActs& a,
 
 void Llama::forward(ParamProvider& params, const std::int32_t* inputs, const std::int32_t* targets, float dloss_scale,
                     double* loss_sum, Stream& s) {
-  const int B = shape_.B, T = shape_.T, BT = B * T, C = d_.C, V = cfg_.vocab_size, Vp = cfg_.padded_vocab_size;
+  const int B = shape_.B, T = shape_.T, BT = B * T, C = d_.C, V = cfg_.vocab_size;
   for (int i = 0; i < BT; ++i) {
     TZ_CHECK(inputs[i] >= 0 && inputs[i] < V, "input token ", inputs[i], " at position ", i,
              " is outside the vocabulary [0, ", V, ")");
@@ -295,14 +294,7 @@ void Llama::forward(ParamProvider& params, const std::int32_t* inputs, const std
                       float(cfg_.norm_eps));
   params.release(fn, Pass::forward);
   dloss_ = dloss_scale / float(BT);
-  const CView x = lowp(s, norm_.data(), lp_act_.data(), std::size_t(BT) * C);
-  const int R = logits_rows(cfg_, shape_);
-  for (int r0 = 0; r0 < BT; r0 += R) {
-    const int rows = std::min(R, BT - r0);
-    be_.gemm(s, Trans::no, Trans::yes, rows, Vp, C, offset(x, std::size_t(r0) * C), offset(pe, o.head),
-             logits_.data(), Accumulate::no);
-    be_.softmax_xent(s, losses_.data() + r0, logits_.data(), targets_.data() + r0, rows, V, Vp, dloss_);
-  }
+  lm_head_forward(be_, s, lm_head(lowp(s, norm_.data(), lp_act_.data(), std::size_t(BT) * C), offset(pe, o.head)));
   params.release(emb, Pass::forward);
   be_.sum(s, loss_sum, losses_.data(), BT);
   ck.finish_forward(s);
@@ -334,7 +326,7 @@ void Llama::block_backward(Stream& s, CView p, float* g, const float* res_in, Bl
 }
 
 void Llama::backward(ParamProvider& params, Stream& s) {
-  const int B = shape_.B, T = shape_.T, BT = B * T, C = d_.C, Vp = cfg_.padded_vocab_size;
+  const int B = shape_.B, T = shape_.T, BT = B * T, C = d_.C;
   const std::size_t nC = std::size_t(BT) * C;
   const Offsets& o = *off_;
   const int emb = layout_.embedding_group(), fn = layout_.final_norm_group();
@@ -344,21 +336,9 @@ void Llama::backward(ParamProvider& params, Stream& s) {
   ck.start_backward(s);
   const CView pe = params.acquire(emb, Pass::backward);
   float* ge = params.grad(emb);
-  const CView head = offset(pe, o.head);
-  const CView x = lowp(s, norm_.data(), lp_act_.data(), nC);
-  const int R = logits_rows(cfg_, shape_), last = (BT - 1) / R * R;
-  for (int r0 = last; r0 >= 0; r0 -= R) {
-    const int rows = std::min(R, BT - r0);
-    const CView xr = offset(x, std::size_t(r0) * C);
-    if (r0 != last) {
-      be_.gemm(s, Trans::no, Trans::yes, rows, Vp, C, xr, head, logits_.data(), Accumulate::no);
-      be_.softmax_xent(s, losses_.data() + r0, logits_.data(), targets_.data() + r0, rows, cfg_.vocab_size, Vp,
-                       dloss_);
-    }
-    const CView dlog = lowp(s, logits_.data(), lp_grad_.data(), std::size_t(rows) * Vp);
-    be_.gemm(s, Trans::no, Trans::no, rows, C, Vp, dlog, head, dnorm_.data() + std::size_t(r0) * C, Accumulate::no);
-    be_.gemm(s, Trans::yes, Trans::no, Vp, C, rows, dlog, xr, ge + o.head, Accumulate::yes);
-  }
+  lm_head_backward(be_, s, lm_head(lowp(s, norm_.data(), lp_act_.data(), nC), offset(pe, o.head)),
+                   [&](const float* g, std::size_t n) { return lowp(s, g, lp_grad_.data(), n); }, dnorm_.data(),
+                   ge + o.head);
   params.release(emb, Pass::backward);
 
   const CView pf = params.acquire(fn, Pass::backward);

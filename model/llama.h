@@ -13,6 +13,7 @@
 #include "core/device.h"
 #include "model/activation_checkpoints.h"
 #include "model/llama_layout.h"
+#include "model/lm_head.h"
 #include "model/model.h"
 
 namespace tz {
@@ -57,6 +58,8 @@ class Llama final : public Model {
   void linear_backward(Stream& s, float* din, Accumulate din_acc, float* dw, float* db, const float* dout,
                        const float* inp, CView w, int IC, int OC);
   CView lowp(Stream& s, const float* x, void* scratch, std::size_t n);
+  // The LM head's arguments over this model's buffers (model/lm_head.h).
+  LmHead lm_head(CView x, CView head);
 
   std::unique_ptr<PlannedBuffers> own_;
   Device& dev_;
