@@ -19,11 +19,11 @@
 # as the smoke stages are done: the tierzero doctor, a 3-step training run on the cpu and the same on
 # cuda with their losses compared, one kernel test), results.json (schema tierzero-gpu-check/2: every
 # stage, figure, goal and the libraries used) and logs.tar.gz (every stage's output, at most 15 MiB).
-# Each stage runs under `timeout` with its own limit (the table below, summing to 360 s) inside the
+# Each stage runs under `timeout` with its own limit (the table below, summing to 400 s) inside the
 # budget. Without a GPU every GPU stage is skipped with the reason, "no GPU: ...".
 #
 # Environment:
-#   TZ_GPU_CHECK_BUDGET_S     seconds for every stage together (default 360); a stage that would start
+#   TZ_GPU_CHECK_BUDGET_S     seconds for every stage together (default 400); a stage that would start
 #                             with under 5 s left is skipped, with the reason recorded
 #   TZ_GPU_CHECK_SKIP         stage names not to run (a rerun: the stages already ok), recorded as skipped
 #   TZ_GPU_CHECK_ALLOW_OLDER  1: an NVIDIA library older than the bundle's is used, with a warning
@@ -205,7 +205,7 @@ command -v python3 >/dev/null || refuse "python3 is needed for the reports (its 
 RESULTS=${1:-${OUT:-./gpu-check-results}}
 mkdir -p "$RESULTS" || refuse "cannot make the results folder $RESULTS"
 RESULTS=$(cd "$RESULTS" && pwd)
-BUDGET_S=${TZ_GPU_CHECK_BUDGET_S:-360}
+BUDGET_S=${TZ_GPU_CHECK_BUDGET_S:-400}
 MB=${TZ_GPU_CHECK_MICRO_BATCH:-8}
 ACCUM=${TZ_GPU_CHECK_GRAD_ACCUM:-4}
 STEPS=${TZ_GPU_CHECK_STEPS:-5}
@@ -360,6 +360,17 @@ if [[ -n "$MIB" ]]; then
   step_run step_param_offload 25 --zero-stage 3 --offload-optimizer cpu --offload-param cpu --device-mem "${MIB}M"
 else
   skip step_param_offload 1 "$( ((NGPU)) && echo "tierzero plan gave no device budget (see plan_param_offload)" || echo "$NO_GPU")"
+fi
+
+# ---- llama3.2-1b training steps (issue 19): RMSNorm, RoPE, grouped-query attention and SwiGLU in real steps
+LLAMA_FLAGS=(--device cuda --model llama3.2-1b --dtype bf16 --seq-len 1024 --micro-batch 4 --steps "$STEPS" --val-batches 1
+  --log-every 1)
+if run_stage step_llama 35 1 "$TZ" train "${LLAMA_FLAGS[@]}" --metrics "$W/logs/step_llama.jsonl"; then
+  R note --work "$W" --key step_llama --wall "$LAST_SECONDS" --steps "$STEPS" -- --model llama3.2-1b
+  run_stage step_llama_mfu 5 1 "$TZ" bench mfu --metrics "$W/logs/step_llama.jsonl" --model llama3.2-1b --seq-len 1024 \
+    --skip "$SKIP_STEPS" --json && keep_json step_llama_mfu step_llama
+else
+  skip step_llama_mfu 1 "$( ((NGPU)) && echo "step_llama did not succeed" || echo "$NO_GPU")"
 fi
 
 # ---- the GPU benchmarks -------------------------------------------------------------------------------
