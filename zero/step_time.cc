@@ -134,11 +134,15 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
     const double adam_bytes = opt * (28.0 + wbytes);
     if (in_host_memory(gp.update_on) && can_hide && covered[g]) {
       spec_adam += save_factor * adam_bytes / adam_rate;
-      if (in_host_memory(gp.grad_home)) down += (gp.grads_sharded ? accum * shard : opt) * 4;
+      // Sharded gradients come down every micro-step; at stages 0-1 the reduced gradient stays on the
+      // device and the optimizer stages its range down once.
+      down += (in_host_memory(gp.grad_home) && gp.grads_sharded ? accum * shard : opt) * 4;
       if (on_device(gp.params_home)) up += opt * wbytes;
     } else if (in_host_memory(gp.update_on)) {
       host_adam += adam_bytes / adam_rate;
-      if (in_host_memory(gp.grad_home)) down += (gp.grads_sharded ? accum * shard : opt) * 4;
+      // Sharded gradients come down every micro-step; at stages 0-1 the reduced gradient stays on the
+      // device and the optimizer stages its range down once.
+      down += (in_host_memory(gp.grad_home) && gp.grads_sharded ? accum * shard : opt) * 4;
       if (on_device(gp.params_home)) up += opt * wbytes;
     } else {
       dev_adam += adam_bytes / (hw.device_gbs * 1e9 / share);

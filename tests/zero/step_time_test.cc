@@ -155,6 +155,23 @@ TEST(StepTime, OffloadAddsTheCpuAdamTheLinkAndNvmeTraffic) {
   EXPECT_THROW(predict_step(plan_memory(in), h, 1), Error) << "no NVMe rate: no prediction";
 }
 
+// The host <-> device term with the optimizer on the host: at stage 1 the reduced gradient stays on the
+// device and its optimizer range (the rank's shard) comes down once per step; at stage 2 the reduced shard
+// comes down every micro-step. Either way the updated working params go back up.
+TEST(StepTime, TheHostOptimizerReadsTheGradientOverTheLinkAtEveryStage) {
+  const Hardware h = simple();
+  for (int stage : {1, 2}) {
+    PlanInputs in = tiny(stage, 4);
+    in.offload.optimizer = Tier::host;
+    const MemoryPlan plan = plan_memory(in);
+    double opt = 0, shard = 0;
+    for (int g = 0; g < plan.map.groups(); ++g)
+      opt += double(plan.placement.groups[g].opt_range.count), shard += double(plan.map.group(g).shard_count);
+    const double down = (stage == 2 ? 3 * shard : opt) * 4, up = opt * 4;  // fp32 working params
+    EXPECT_NEAR(term(predict_step(plan, h, 3), "host <-> device").seconds, (down + up) / 10e9, 1e-12) << stage;
+  }
+}
+
 // The speculative CPU Adam (on a GPU): every covered group's update costs its Adam plus the save of its
 // master, m, v and working params (fp32: 16 bytes read and written per element, half again the Adam's
 // 32), and hides behind the last micro-step's backward (2/3 of its compute).
