@@ -1,7 +1,7 @@
 // The Llama family (Llama 3.x, Qwen2.5, Mistral) as a model family record: presets with their published
 // shapes, shape rules, Hugging Face's parameter counts, the layout, the buffers its model will take, FLOPs
-// per token and seeded initialisation, so `tierzero plan` plans these models. Training them is not built
-// yet (no forward and backward): the record says so (ModelFamily::unavailable) and `train` refuses.
+// per token and seeded initialisation, so `tierzero plan` plans and `train` trains these models (the
+// forward and backward are model/llama.h).
 #pragma once
 
 #include <memory>
