@@ -13,6 +13,7 @@
 #include "core/memory_budget.h"
 #include "launch/bench_gpu_cmd.h"
 #include "launch/commands.h"
+#include "launch/flag_table.h"
 #include "launch/model_options.h"
 #include "launch/parse_args.h"
 #include "perf/adam_bench.h"
@@ -27,23 +28,39 @@ namespace po = boost::program_options;
 namespace tz {
 namespace {
 
-int bench_offload(const std::vector<std::string>& args) {
+struct OffloadFlags {
   OffloadBenchOptions o;
   bool json = false;
   std::string block = "1M";
+};
+
+po::options_description bench_offload_options(OffloadFlags& f) {
   po::options_description desc(
-      "tierzero bench offload: the optimizer step over an NVMe-resident shard, pipelined, against "
-      "max(IO alone, Adam alone) on the same shard\n\nflags");
+      "tierzero bench offload: the optimizer step over an NVMe-resident shard (master, m and v in a store\n"
+      "under --path), pipelined through the swap ring, as a multiple of max(IO alone, Adam alone) on the\n"
+      "same shard. #wrong: master values read back from the store that differ from the same steps run in\n"
+      "memory (any fails the run)\n\nflags");
   desc.add_options()
       ("help,h", "print this help")
-      ("params", po::value(&o.params)->default_value(o.params), "elements of the shard")
-      ("path", po::value(&o.path)->default_value(o.path), "folder for the swap file")
-      ("sub-group-size", po::value(&o.sub_group_size)->default_value(o.sub_group_size), "elements per pipeline stage")
-      ("buffer-count", po::value(&o.buffer_count)->default_value(o.buffer_count), "staging buffers in the ring")
-      ("block-size", po::value(&block)->default_value(block), "aio block size")
-      ("queue-depth", po::value(&o.queue_depth)->default_value(o.queue_depth), "aio queue depth")
-      ("reps", po::value(&o.reps)->default_value(o.reps), "repetitions (medians are reported)")
-      ("json", po::bool_switch(&json), "print one JSON object");
+      ("params", po::value(&f.o.params)->default_value(f.o.params), "elements of the shard")
+      ("path", po::value(&f.o.path)->default_value(f.o.path), "folder for the swap file")
+      ("sub-group-size", po::value(&f.o.sub_group_size)->default_value(f.o.sub_group_size),
+       "elements per pipeline stage")
+      ("buffer-count", po::value(&f.o.buffer_count)->default_value(f.o.buffer_count),
+       "staging buffers in the ring")
+      ("block-size", po::value(&f.block)->default_value(f.block), "aio block size")
+      ("queue-depth", po::value(&f.o.queue_depth)->default_value(f.o.queue_depth), "aio queue depth")
+      ("reps", po::value(&f.o.reps)->default_value(f.o.reps), "repetitions (medians are reported)")
+      ("json", po::bool_switch(&f.json), "print one JSON object");
+  return desc;
+}
+
+int bench_offload(const std::vector<std::string>& args) {
+  OffloadFlags f;
+  po::options_description desc = bench_offload_options(f);
+  OffloadBenchOptions& o = f.o;
+  const bool& json = f.json;
+  const std::string& block = f.block;
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "bench offload")) return 0;
   o.block_size = parse_bytes(block);
@@ -53,22 +70,39 @@ int bench_offload(const std::vector<std::string>& args) {
   return r["wrong"].get<long long>() == 0 ? 0 : 1;  // a pipelined step that changed the bits fails the run
 }
 
-int bench_step(const std::vector<std::string>& args) {
+struct StepFlags {
   StepBenchOptions o;
-  ModelFlags mf;
-  mf.preset = "gpt2";
+  ModelFlags mf{"gpt2"};
   std::string dtypes = "fp32,bf16";
   bool json = false, ckpt = false;
-  po::options_description desc("tierzero bench step: one training step on synthetic tokens\n\nflags");
-  add_model_flags(desc, mf);
+};
+
+po::options_description bench_step_options(StepFlags& f) {
+  po::options_description desc(
+      "tierzero bench step: training steps (forward, backward, AdamW) on one fixed batch of synthetic\n"
+      "tokens, one process on the cpu device at stage 0 without a budget. Per dtype: ms per step and phase,\n"
+      "tokens/s, GFLOP/s (tokens x (6 N + 12 L C T), N the parameters without wpe) next to the backend's\n"
+      "matmul rate at the model's MLP shape and at 2048^3. The loss must fall from the first step to the\n"
+      "last (exit 1 if not).\n\nflags");
+  add_model_flags(desc, f.mf);
   desc.add_options()
       ("help,h", "print this help")
-      ("micro-batch", po::value(&o.micro_batch)->default_value(o.micro_batch), "sequences per step")
-      ("dtype", po::value(&dtypes)->default_value(dtypes), "comma-separated compute dtypes to measure")
-      ("steps", po::value(&o.steps)->default_value(o.steps), "timed steps (the median is reported)")
-      ("warmup-steps", po::value(&o.warmup_steps)->default_value(o.warmup_steps), "untimed steps first")
-      ("checkpoint-activations", po::bool_switch(&ckpt), "recompute activations in backward")
-      ("json", po::bool_switch(&json), "print one JSON object instead of the table");
+      ("micro-batch", po::value(&f.o.micro_batch)->default_value(f.o.micro_batch), "sequences per step")
+      ("dtype", po::value(&f.dtypes)->default_value(f.dtypes), "comma-separated compute dtypes to measure")
+      ("steps", po::value(&f.o.steps)->default_value(f.o.steps), "timed steps (the median is reported)")
+      ("warmup-steps", po::value(&f.o.warmup_steps)->default_value(f.o.warmup_steps), "untimed steps first")
+      ("checkpoint-activations", po::bool_switch(&f.ckpt), "recompute activations in backward")
+      ("json", po::bool_switch(&f.json), "print one JSON object instead of the table");
+  return desc;
+}
+
+int bench_step(const std::vector<std::string>& args) {
+  StepFlags f;
+  po::options_description desc = bench_step_options(f);
+  StepBenchOptions& o = f.o;
+  const ModelFlags& mf = f.mf;
+  const std::string& dtypes = f.dtypes;
+  const bool &json = f.json, &ckpt = f.ckpt;
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "bench step")) return 0;
   o.model = resolve_model(mf);
@@ -90,10 +124,13 @@ int bench_step(const std::vector<std::string>& args) {
   return 0;
 }
 
-int bench_comm(const std::vector<std::string>& args) {
+struct CommFlags {
   CommBenchOptions o;
   std::string ops = "all_reduce,reduce_scatter,all_gather", dtype = "fp32", min_bytes = "1K", max_bytes = "256M";
   bool json = false;
+};
+
+po::options_description bench_comm_options(CommFlags& f) {
   po::options_description desc(
       "tierzero bench comm: bandwidth of the MPI communicator's collectives on host buffers, like nccl-tests.\n"
       "Run it under mpirun (e.g. mpirun -np 2 tierzero bench comm --max-bytes 1M); rank 0 prints.\n"
@@ -101,17 +138,30 @@ int bench_comm(const std::vector<std::string>& args) {
       "busbw = algbw x factor, with factor 2(n-1)/n for all_reduce and (n-1)/n for reduce_scatter and\n"
       "all_gather (size is the full message: the all-reduce buffer, the reduce-scatter input, the\n"
       "all-gather output). #wrong counts elements that differ from the exact result, checked once\n"
-      "outside the timed loop. The MPI columns time the same blocking MPI call on the same buffers\n"
-      "(MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather): the limit.\n\nflags");
+      "outside the timed loop and summed over the ranks (any fails the run). The MPI columns time the\n"
+      "same blocking MPI call on the same buffers (MPI_Allreduce, MPI_Reduce_scatter_block, MPI_Allgather):\n"
+      "the limit.\n\nflags");
   desc.add_options()
       ("help,h", "print this help")
-      ("op", po::value(&ops)->default_value(ops), "comma-separated collectives: all_reduce, reduce_scatter, all_gather")
-      ("min-bytes", po::value(&min_bytes)->default_value(min_bytes), "smallest message; sizes double to --max-bytes")
-      ("max-bytes", po::value(&max_bytes)->default_value(max_bytes), "largest message, e.g. 1M, 256M")
-      ("dtype", po::value(&dtype)->default_value(dtype), "element type: fp32, bf16 or fp16")
-      ("iters", po::value(&o.iters)->default_value(o.iters), "timed iterations per size")
-      ("warmup-iters", po::value(&o.warmup_iters)->default_value(o.warmup_iters), "untimed iterations first")
-      ("json", po::bool_switch(&json), "print one JSON object (its rows array) instead of the table");
+      ("op", po::value(&f.ops)->default_value(f.ops),
+       "comma-separated collectives: all_reduce, reduce_scatter, all_gather")
+      ("min-bytes", po::value(&f.min_bytes)->default_value(f.min_bytes),
+       "smallest message; sizes double to --max-bytes")
+      ("max-bytes", po::value(&f.max_bytes)->default_value(f.max_bytes), "largest message, e.g. 1M, 256M")
+      ("dtype", po::value(&f.dtype)->default_value(f.dtype), "element type: fp32, bf16 or fp16")
+      ("iters", po::value(&f.o.iters)->default_value(f.o.iters), "timed iterations per size")
+      ("warmup-iters", po::value(&f.o.warmup_iters)->default_value(f.o.warmup_iters),
+       "untimed iterations first")
+      ("json", po::bool_switch(&f.json), "print one JSON object (its rows array) instead of the table");
+  return desc;
+}
+
+int bench_comm(const std::vector<std::string>& args) {
+  CommFlags f;
+  po::options_description desc = bench_comm_options(f);
+  CommBenchOptions& o = f.o;
+  const std::string &ops = f.ops, &dtype = f.dtype, &min_bytes = f.min_bytes, &max_bytes = f.max_bytes;
+  const bool& json = f.json;
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "bench comm")) return 0;
   // Every rank validates the same flags before MPI starts, so a bad flag fails each of them alike.
@@ -151,12 +201,14 @@ int bench_comm(const std::vector<std::string>& args) {
   return 0;
 }
 
-int bench_adam(const std::vector<std::string>& args) {
+struct AdamFlags {
   AdamBenchOptions o;
-  ModelFlags mf;
-  mf.preset = o.model_name;
+  ModelFlags mf{o.model_name};
   std::string sub_group = "1e9", working = "fp32,bf16";
   bool json = false;
+};
+
+po::options_description bench_adam_options(AdamFlags& f) {
   po::options_description desc(
       "tierzero bench adam: the CPU Adam as training runs it on offloaded optimizer states: for the model's\n"
       "groups, on the host tier, tensor by tensor (weight decay per tensor) in sub-groups, with the working-\n"
@@ -166,14 +218,28 @@ int bench_adam(const std::vector<std::string>& args) {
       "working write, no arithmetic), run back to back with each step; the fraction is the median of the\n"
       "per-repetition ratios. #wrong counts sampled elements that differ in any bit from the scalar\n"
       "reference (the run fails if any does). TZ_CPU_ADAM_ISA picks the vector path.\n\nflags");
-  add_model_flags(desc, mf);
+  add_model_flags(desc, f.mf);
   desc.add_options()
       ("help,h", "print this help")
-      ("working", po::value(&working)->default_value(working), "working dtypes, comma-separated: fp32, bf16")
-      ("sub-group-size", po::value(&sub_group)->default_value(sub_group), "elements per optimizer sub-group")
-      ("reps", po::value(&o.reps)->default_value(o.reps), "timed repetitions of each pass (median reported)")
-      ("warmup-reps", po::value(&o.warmup_reps)->default_value(o.warmup_reps), "untimed repetitions first")
-      ("json", po::bool_switch(&json), "print one JSON object instead of the table");
+      ("working", po::value(&f.working)->default_value(f.working),
+       "working dtypes, comma-separated: fp32, bf16")
+      ("sub-group-size", po::value(&f.sub_group)->default_value(f.sub_group),
+       "elements per optimizer sub-group, rounded down to a multiple of 524,288 as training rounds it")
+      ("reps", po::value(&f.o.reps)->default_value(f.o.reps),
+       "timed repetitions of each pass (median reported)")
+      ("warmup-reps", po::value(&f.o.warmup_reps)->default_value(f.o.warmup_reps),
+       "untimed repetitions first")
+      ("json", po::bool_switch(&f.json), "print one JSON object instead of the table");
+  return desc;
+}
+
+int bench_adam(const std::vector<std::string>& args) {
+  AdamFlags f;
+  po::options_description desc = bench_adam_options(f);
+  AdamBenchOptions& o = f.o;
+  const ModelFlags& mf = f.mf;
+  const std::string &sub_group = f.sub_group, &working = f.working;
+  const bool& json = f.json;
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "bench adam")) return 0;
   o.model_name = resolve_model_name(mf);
@@ -193,23 +259,38 @@ int bench_adam(const std::vector<std::string>& args) {
   return 0;
 }
 
-int bench_io(const std::vector<std::string>& args) {
+struct IoFlags {
   IoBenchOptions o;
   std::string size = "4G", block = "1M", buffer = "256M", checksums = "on";
   bool json = false;
+};
+
+po::options_description bench_io_options(IoFlags& f) {
   po::options_description desc(
       "tierzero bench io: sequential write then read of one NVMe-store shard (io_uring, O_DIRECT, pinned\n"
       "registered buffers, per-block XXH3 checksums), GB/s each (1e9 bytes/s), no fsync. Compare with\n"
       "fio --ioengine=io_uring --direct=1 at the same --bs/--iodepth (perf/scripts/bench_io_vs_fio.sh).\n\nflags");
   desc.add_options()
       ("help,h", "print this help")
-      ("path", po::value(&o.path)->default_value(o.path), "directory for the store's files (removed afterwards)")
-      ("size", po::value(&size)->default_value(size), "shard size, e.g. 4G")
-      ("block-size", po::value(&block)->default_value(block), "aio.block_size: bytes per request, e.g. 1M, 128K")
-      ("queue-depth", po::value(&o.queue_depth)->default_value(o.queue_depth), "aio.queue_depth: requests in flight")
-      ("checksums", po::value(&checksums)->default_value(checksums), "on or off: XXH3-64 per block")
-      ("buffer", po::value(&buffer)->default_value(buffer), "pinned staging arena per direction")
-      ("json", po::bool_switch(&json), "print one JSON object instead of the table");
+      ("path", po::value(&f.o.path)->default_value(f.o.path),
+       "directory for the store's files (removed afterwards)")
+      ("size", po::value(&f.size)->default_value(f.size), "shard size, e.g. 4G")
+      ("block-size", po::value(&f.block)->default_value(f.block),
+       "aio.block_size: bytes per request, e.g. 1M, 128K")
+      ("queue-depth", po::value(&f.o.queue_depth)->default_value(f.o.queue_depth),
+       "aio.queue_depth: requests in flight")
+      ("checksums", po::value(&f.checksums)->default_value(f.checksums), "on or off: XXH3-64 per block")
+      ("buffer", po::value(&f.buffer)->default_value(f.buffer), "pinned staging arena per direction")
+      ("json", po::bool_switch(&f.json), "print one JSON object instead of the table");
+  return desc;
+}
+
+int bench_io(const std::vector<std::string>& args) {
+  IoFlags f;
+  po::options_description desc = bench_io_options(f);
+  IoBenchOptions& o = f.o;
+  const std::string &size = f.size, &block = f.block, &buffer = f.buffer, &checksums = f.checksums;
+  const bool& json = f.json;
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "bench io")) return 0;
   o.size = parse_bytes(size);
@@ -222,22 +303,34 @@ int bench_io(const std::vector<std::string>& args) {
   return result["wrong"].get<std::uint64_t>() == 0 ? 0 : 1;  // wrong bytes fail the run
 }
 
-}  // namespace
-
-int bench_calibrate(const std::vector<std::string>& args) {
+struct CalibrateFlags {
   CalibrateOptions o;
-  ModelFlags mf;
-  mf.preset = "gpt2";
+  ModelFlags mf{"gpt2"};
   std::string out = local_hardware_path(), nvme_bytes = "1G";
+};
+
+po::options_description bench_calibrate_options(CalibrateFlags& f) {
   po::options_description desc(
       "tierzero bench calibrate: measure this machine's rates for `tierzero plan --hardware local` (compute "
       "of a training step per dtype, CPU Adam, host copies, NVMe with --nvme-path, collectives under mpirun)\n\nflags");
-  add_model_flags(desc, mf);
+  add_model_flags(desc, f.mf);
   desc.add_options()("help,h", "print this help")(
-      "micro-batch", po::value(&o.micro_batch)->default_value(o.micro_batch), "sequences per step")(
-      "nvme-path", po::value(&o.nvme_path)->default_value(""), "measure the NVMe store in this folder")(
-      "nvme-bytes", po::value(&nvme_bytes)->default_value(nvme_bytes), "bytes written then read there")(
-      "out", po::value(&out)->default_value(out), "the hardware file to write (rank 0)");
+      "micro-batch", po::value(&f.o.micro_batch)->default_value(f.o.micro_batch), "sequences per step")(
+      "nvme-path", po::value(&f.o.nvme_path)->default_value(""), "measure the NVMe store in this folder")(
+      "nvme-bytes", po::value(&f.nvme_bytes)->default_value(f.nvme_bytes), "bytes written then read there")(
+      "out", po::value(&f.out)->default_value(f.out, "$TIERZERO_HARDWARE or ~/.config/tierzero/hardware.json"),
+      "the hardware file to write (rank 0), where --hardware local reads it: by default $TIERZERO_HARDWARE, "
+      "else "
+      "$XDG_CONFIG_HOME/tierzero/hardware.json, else ~/.config/tierzero/hardware.json");
+  return desc;
+}
+
+int bench_calibrate(const std::vector<std::string>& args) {
+  CalibrateFlags f;
+  po::options_description desc = bench_calibrate_options(f);
+  CalibrateOptions& o = f.o;
+  const ModelFlags& mf = f.mf;
+  const std::string &out = f.out, &nvme_bytes = f.nvme_bytes;
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "bench calibrate")) return 0;
   o.model = resolve_model(mf);
@@ -261,6 +354,17 @@ int bench_calibrate(const std::vector<std::string>& args) {
   return 0;
 }
 
+}  // namespace
+
+std::vector<FlagTable> bench_flag_tables() {
+  return {flag_table("bench step", bench_step_options),
+          flag_table("bench comm", bench_comm_options),
+          flag_table("bench adam", bench_adam_options),
+          flag_table("bench io", bench_io_options),
+          flag_table("bench offload", bench_offload_options),
+          flag_table("bench calibrate", bench_calibrate_options)};
+}
+
 int bench_command(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {
     std::printf("usage: tierzero bench <name> [flags]\n\nbenchmarks:\n  step   one training step: ms, tokens/s, "
@@ -273,6 +377,7 @@ int bench_command(const std::vector<std::string>& args) {
                 "  gpu-attention  cuda attention forward + backward: TFLOP/s next to the bf16 dense peak\n"
                 "  gpu-copy       host <-> device GB/s, pinned and pageable, next to the PCIe link\n"
                 "  mfu    a training run's MFU from its --metrics file\n"
+                "  calibrate  this machine's rates, for tierzero plan --hardware local\n"
                 "(the gpu-* benchmarks exit 77, skipped, where the cuda device cannot be made)\n");
     return args.empty() ? 2 : 0;
   }

@@ -11,6 +11,7 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
+#include "launch/flag_table.h"
 #include "launch/gpu_probe.h"
 #include "launch/model_options.h"
 #include "launch/parse_args.h"
@@ -110,10 +111,15 @@ int finish(const nlohmann::json& r, const CommonFlags& f) {
 
 }  // namespace
 
-int bench_gpu_matmul(const std::vector<std::string>& args) {
+namespace {
+
+struct MatmulFlags {
   CommonFlags f;
   GpuMatmulOptions o;
   std::string dtype = "bf16";
+};
+
+po::options_description bench_gpu_matmul_options(MatmulFlags& g) {
   po::options_description desc(
       "tierzero bench gpu-matmul: Backend::gemm on a gpt2-xl step's products (B x T tokens, forward and the\n"
       "backward's input and weight gradients, with the model's layouts) and a square, fp32 accumulation.\n"
@@ -121,12 +127,23 @@ int bench_gpu_matmul(const std::vector<std::string>& args) {
       "(a datasheet figure by GPU name: perf/gpu_limits.cc); #wrong: sampled elements off a double sum on\n"
       "the host by more than 1e-3 of sum |a b| (checked outside the timed loop). Exit 77 without a "
       "GPU.\n\nflags");
-  add_common(desc, f);
-  desc.add_options()("dtype", po::value(&dtype)->default_value(dtype), "input dtype: bf16, fp16 or fp32")(
-      "tokens", po::value(&o.tokens)->default_value(o.tokens), "B x T of the step")(
-      "n-embd", po::value(&o.n_embd)->default_value(o.n_embd), "model width")(
-      "vocab", po::value(&o.vocab)->default_value(o.vocab), "padded vocabulary")(
-      "square", po::value(&o.square)->default_value(o.square), "side of the square product");
+  add_common(desc, g.f);
+  desc.add_options()("dtype", po::value(&g.dtype)->default_value(g.dtype), "input dtype: bf16, fp16 or fp32")(
+      "tokens", po::value(&g.o.tokens)->default_value(g.o.tokens), "B x T of the step")(
+      "n-embd", po::value(&g.o.n_embd)->default_value(g.o.n_embd), "model width")(
+      "vocab", po::value(&g.o.vocab)->default_value(g.o.vocab), "padded vocabulary")(
+      "square", po::value(&g.o.square)->default_value(g.o.square), "side of the square product");
+  return desc;
+}
+
+}  // namespace
+
+int bench_gpu_matmul(const std::vector<std::string>& args) {
+  MatmulFlags g;
+  po::options_description desc = bench_gpu_matmul_options(g);
+  const CommonFlags& f = g.f;
+  GpuMatmulOptions& o = g.o;
+  const std::string& dtype = g.dtype;
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "bench gpu-matmul")) return 0;
   o.dtype = parse_compute_dtype(dtype);
@@ -138,22 +155,39 @@ int bench_gpu_matmul(const std::vector<std::string>& args) {
   return finish(run_gpu_matmul_bench(*dev, limits_for(dev->kind(), f.peak_tflops), o, f.json), f);
 }
 
-int bench_gpu_attention(const std::vector<std::string>& args) {
+namespace {
+
+struct AttentionFlags {
   CommonFlags f;
   GpuAttentionOptions o;
   std::vector<std::string> shapes;
+  std::string math = "bf16";
+};
+
+po::options_description bench_gpu_attention_options(AttentionFlags& g) {
   po::options_description desc(
       "tierzero bench gpu-attention: Backend::attention_forward and attention_backward (causal, fp32\n"
       "activations) at gpt2-xl's shape (B=8 T=1024 C=1600 NH=25) and B=4 T=2048 C=2048 NH=16. FLOPs as\n"
       "FlashAttention-2 counts them: forward 4 B NH T^2 hs / 2, backward 2.5x forward; TFLOP/s and the\n"
       "fraction of the card's bf16 dense peak. Exit 77 without a GPU.\n\nflags");
-  add_common(desc, f);
-  std::string math = "bf16";
-  desc.add_options()("shape", po::value(&shapes)->composing(),
+  add_common(desc, g.f);
+  desc.add_options()("shape", po::value(&g.shapes)->composing(),
                      "B,T,C,NH (repeatable; replaces the default shapes)")(
-      "attention-math", po::value(&math)->default_value(math),
+      "attention-math", po::value(&g.math)->default_value(g.math),
       "the kernels' arithmetic, as train --attention-math: bf16 (tensor cores, what --dtype bf16 trains "
       "with) or fp32");
+  return desc;
+}
+
+}  // namespace
+
+int bench_gpu_attention(const std::vector<std::string>& args) {
+  AttentionFlags g;
+  po::options_description desc = bench_gpu_attention_options(g);
+  const CommonFlags& f = g.f;
+  GpuAttentionOptions& o = g.o;
+  const std::vector<std::string>& shapes = g.shapes;
+  const std::string& math = g.math;
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "bench gpu-attention")) return 0;
   if (!shapes.empty()) {
@@ -177,18 +211,34 @@ int bench_gpu_attention(const std::vector<std::string>& args) {
   return finish(r, f);
 }
 
-int bench_gpu_copy(const std::vector<std::string>& args) {
+namespace {
+
+struct CopyFlags {
   CommonFlags f;
   GpuCopyOptions o;
   std::string bytes = "256M";
+};
+
+po::options_description bench_gpu_copy_options(CopyFlags& g) {
   po::options_description desc(
       "tierzero bench gpu-copy: host-to-device and device-to-host copies (Backend::copy_async on one "
       "stream)\n"
       "from pinned host memory (the host tier) and pageable memory, GB/s (1e9 bytes/s) against the PCIe\n"
       "link's bandwidth per direction (read from sysfs through the GPU's bus id, or assumed Gen5 x16, as\n"
       "printed). #wrong: bytes changed by a round trip. Exit 77 without a GPU.\n\nflags");
-  add_common(desc, f);
-  desc.add_options()("bytes", po::value(&bytes)->default_value(bytes), "bytes per copy, e.g. 256M");
+  add_common(desc, g.f);
+  desc.add_options()("bytes", po::value(&g.bytes)->default_value(g.bytes), "bytes per copy, e.g. 256M");
+  return desc;
+}
+
+}  // namespace
+
+int bench_gpu_copy(const std::vector<std::string>& args) {
+  CopyFlags g;
+  po::options_description desc = bench_gpu_copy_options(g);
+  const CommonFlags& f = g.f;
+  GpuCopyOptions& o = g.o;
+  const std::string& bytes = g.bytes;
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "bench gpu-copy")) return 0;
   o.bytes = parse_bytes(bytes);
@@ -198,26 +248,43 @@ int bench_gpu_copy(const std::vector<std::string>& args) {
   return finish(run_gpu_copy_bench(*dev, limits_for(dev->kind(), f.peak_tflops), o, f.json), f);
 }
 
-int bench_mfu(const std::vector<std::string>& args) {
+namespace {
+
+struct MfuFlags {
   TrainMfuOptions o;
-  ModelFlags mf;
-  mf.preset = "gpt2-xl";
-  mf.seq_len = 1024;
+  ModelFlags mf{"gpt2-xl", 0, 0, 0, 0, 1024};
   bool json = false;
   double peak = 0;
+};
+
+po::options_description bench_mfu_options(MfuFlags& g) {
   po::options_description desc(
       "tierzero bench mfu: model FLOP utilisation of a training run from its --metrics file: the median "
       "step\n"
       "over the steps after --skip, tokens/s, model TFLOP/s per device (tokens x (6 N + 12 L C T), N the\n"
       "parameters without wpe, as bench step counts) and its fraction of the bf16 dense peak (from the\n"
-      "first GPU's name, or --peak-tflops). Give the model flags the run was given.\n\nflags");
-  add_model_flags(desc, mf);
-  desc.add_options()("help,h", "print this help")("metrics", po::value(&o.metrics)->required(),
+      "first GPU's name, or --peak-tflops); it needs no GPU itself. Give the model flags the run was\n"
+      "given.\n\nflags");
+  add_model_flags(desc, g.mf);
+  desc.add_options()("help,h", "print this help")("metrics", po::value(&g.o.metrics)->required(),
                                                   "the JSONL file tierzero train --metrics wrote")(
-      "world", po::value(&o.world)->default_value(o.world), "ranks the run used")(
-      "skip", po::value(&o.skip)->default_value(o.skip), "first steps left out (warm-up)")(
-      "peak-tflops", po::value(&peak)->default_value(0.0), "per-device peak (0: from the GPU's name)")(
-      "json", po::bool_switch(&json), "print one JSON object");
+      "world", po::value(&g.o.world)->default_value(g.o.world), "ranks the run used")(
+      "skip", po::value(&g.o.skip)->default_value(g.o.skip),
+      "first steps left out (warm-up: allocation, cuBLASLt's heuristics, page faults)")(
+      "peak-tflops", po::value(&g.peak)->default_value(0.0), "per-device peak (0: from the GPU's name)")(
+      "json", po::bool_switch(&g.json), "print one JSON object");
+  return desc;
+}
+
+}  // namespace
+
+int bench_mfu(const std::vector<std::string>& args) {
+  MfuFlags g;
+  po::options_description desc = bench_mfu_options(g);
+  TrainMfuOptions& o = g.o;
+  const ModelFlags& mf = g.mf;
+  const bool& json = g.json;
+  const double& peak = g.peak;
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "bench mfu")) return 0;
   o.model = resolve_model(mf);
@@ -249,6 +316,12 @@ int bench_mfu(const std::vector<std::string>& args) {
       std::printf("; no MFU: %s\n", o.peak_source.c_str());
   }
   return 0;
+}
+
+std::vector<FlagTable> bench_gpu_flag_tables() {
+  return {flag_table("bench gpu-matmul", bench_gpu_matmul_options),
+          flag_table("bench gpu-attention", bench_gpu_attention_options),
+          flag_table("bench gpu-copy", bench_gpu_copy_options), flag_table("bench mfu", bench_mfu_options)};
 }
 
 }  // namespace tz

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "launch/commands.h"
+#include "launch/flag_table.h"
 #include "launch/model_options.h"
 #include "launch/parse_args.h"
 #include "train/checkpoint_export.h"
@@ -20,6 +21,10 @@ const char* kUsage =
     "       tierzero ckpt export PATH --format hf --to DIR   a Hugging Face model folder\n"
     "PATH: a checkpoint folder (step-NNNNNNNN) or a --save-dir folder (the checkpoint --resume latest takes)\n";
 
+const char* const kPathHelp =
+    "PATH, also given as the first argument: a checkpoint folder (step-NNNNNNNN) or a --save-dir folder (its "
+    "newest checkpoint; docs/checkpoints.md#inspect-and-export)";
+
 // Parses `args` with PATH as the one positional argument; false when --help was given (printed).
 bool parse_with_path(const std::vector<std::string>& args, const po::options_description& desc, po::variables_map& vm) {
   po::positional_options_description pos;
@@ -31,10 +36,20 @@ bool parse_with_path(const std::vector<std::string>& args, const po::options_des
   return false;
 }
 
-int inspect(const std::vector<std::string>& args) {
+struct InspectFlags {
   std::string path;
+};
+
+po::options_description inspect_options(InspectFlags& f) {
   po::options_description desc("tierzero ckpt inspect PATH: print a checkpoint's summary, verifying every file\n\nflags");
-  desc.add_options()("help,h", "print this help")("path", po::value(&path), "checkpoint or --save-dir folder");
+  desc.add_options()("help,h", "print this help")("path", po::value(&f.path), kPathHelp);
+  return desc;
+}
+
+int inspect(const std::vector<std::string>& args) {
+  InspectFlags f;
+  po::options_description desc = inspect_options(f);
+  const std::string& path = f.path;
   po::variables_map vm;
   if (!parse_with_path(args, desc, vm)) return 0;
   TZ_CHECK(!path.empty(), "tierzero ckpt inspect needs a PATH\n", kUsage);
@@ -42,21 +57,34 @@ int inspect(const std::vector<std::string>& args) {
   return 0;
 }
 
-int export_cmd(const std::vector<std::string>& args) {
+struct ExportFlags {
   std::string path, to, dtype = "fp32", format = "safetensors", shard = "5e9", copy_from;
+};
+
+po::options_description export_options(ExportFlags& f) {
   po::options_description desc(
       "tierzero ckpt export PATH --to FILE|DIR: write a checkpoint's fp32 master weights by Hugging Face's "
       "names, one tensor in memory at a time: as one safetensors file, or (--format hf) as a model folder "
       "transformers' from_pretrained loads (config.json, model.safetensors or shards with their index)\n\nflags");
-  desc.add_options()("help,h", "print this help")("path", po::value(&path), "checkpoint or --save-dir folder")(
-      "to", po::value(&to), "the safetensors file, or with --format hf the new or empty folder, to write (atomically)")(
-      "format", po::value(&format)->default_value(format), "safetensors (one file) or hf (a model folder)")(
-      "dtype", po::value(&dtype)->default_value(dtype), "fp32, bf16 or fp16 (config.json's torch_dtype)")(
-      "shard-size", po::value(&shard)->default_value(shard),
+  desc.add_options()("help,h", "print this help")("path", po::value(&f.path), kPathHelp)(
+      "to", po::value(&f.to),
+      "the safetensors file, or with --format hf the new or empty folder, to write (atomically)")(
+      "format", po::value(&f.format)->default_value(f.format),
+      "safetensors (one file) or hf (a model folder)")(
+      "dtype", po::value(&f.dtype)->default_value(f.dtype), "fp32, bf16 or fp16 (config.json's torch_dtype)")(
+      "shard-size", po::value(&f.shard)->default_value(f.shard),
       "--format hf: the most bytes of weights per safetensors file (Hugging Face's max_shard_size)")(
-      "copy-from", po::value(&copy_from)->default_value(""),
+      "copy-from", po::value(&f.copy_from)->default_value(""),
       "--format hf: the model folder training started from, whose config.json, tokenizer and generation files "
       "are carried over (its shape must be the checkpoint's)");
+  return desc;
+}
+
+int export_cmd(const std::vector<std::string>& args) {
+  ExportFlags f;
+  po::options_description desc = export_options(f);
+  const std::string &path = f.path, &to = f.to, &dtype = f.dtype, &format = f.format, &shard = f.shard,
+                    &copy_from = f.copy_from;
   po::variables_map vm;
   if (!parse_with_path(args, desc, vm)) return 0;
   TZ_CHECK(!path.empty() && !to.empty(), "tierzero ckpt export needs a PATH and --to\n", kUsage);
@@ -78,6 +106,10 @@ int export_cmd(const std::vector<std::string>& args) {
 }
 
 }  // namespace
+
+std::vector<FlagTable> ckpt_flag_tables() {
+  return {flag_table("ckpt inspect", inspect_options), flag_table("ckpt export", export_options)};
+}
 
 int ckpt_command(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") return std::printf("%s", kUsage), args.empty() ? 2 : 0;

@@ -10,26 +10,32 @@
 #include "comm/world.h"
 #include "core/error.h"
 #include "launch/commands.h"
+#include "launch/help_markdown.h"
 
 namespace tz {
 namespace {
 
 const char* kUsage =
-    "tierzero: ZeRO data-parallel GPT training on CPUs and GPUs\n"
+    "tierzero: ZeRO data-parallel training of GPT-2 and the Llama family (Llama 3.x, Qwen2.5, Mistral)\n"
+    "on CPUs and GPUs, with states offloaded to host memory or NVMe\n"
     "\n"
     "usage: tierzero <command> [flags]     (tierzero <command> --help lists a command's flags)\n"
     "\n"
     "commands:\n"
-    "  train   train a GPT-2 model (presets tiny, gpt2, gpt2-medium, gpt2-large, gpt2-xl, or free sizes)\n"
-    "  plan    print the memory plan of a training run per rank and tier, without allocating it\n"
+    "  train   train a model: a preset (tiny, gpt2 ... gpt2-xl, llama3.2-1b ... llama3.1-70b,\n"
+    "          qwen2.5-*, mistral-7b), free sizes or a Hugging Face folder (--init-from);\n"
+    "          a DeepSpeed JSON config with --config\n"
+    "  plan    print the memory plan of a training run per rank and tier, without allocating it;\n"
+    "          with --hardware the predicted step time, with --compare the options' time and cost\n"
     "  ckpt    checkpoints: `tierzero ckpt inspect PATH` (summary, checksums verified),\n"
-    "          `tierzero ckpt export PATH --to model.safetensors` (Hugging Face GPT-2 weights)\n"
+    "          `tierzero ckpt export PATH --to model.safetensors` (one file, Hugging Face's names),\n"
+    "          `tierzero ckpt export PATH --format hf --to DIR` (a Hugging Face model folder)\n"
     "  doctor  what this machine offers: CPU ISA, GPUs, CUDA libraries, locked memory, NVMe paths, MPI\n"
     "  data    prepare token files: `tierzero data prepare --input FILE... --output train.bin`\n"
-    "  bench   benchmarks: `tierzero bench step` (training step time, tokens/s, GFLOP/s vs matmul rate),\n"
-    "          `tierzero bench comm` (collectives: time, algbw, busbw vs the same call through MPI),\n"
-    "          `bench adam` (CPU Adam vs its memory limit), `bench io` (NVMe store vs fio),\n"
-    "          `bench offload` (pipelined NVMe optimizer step vs max(IO, Adam))\n"
+    "  bench   benchmarks: step, comm, adam, io, offload, calibrate, gpu-matmul, gpu-attention,\n"
+    "          gpu-copy, mfu (`tierzero bench --help`)\n"
+    "  help    this text; `tierzero help --markdown` prints docs/configuration.md: every command's\n"
+    "          flags and every DeepSpeed config key\n"
     "\n"
     "docs: README.md, docs/configuration.md, docs/ARCHITECTURE.md, perf/README.md\n";
 
@@ -44,6 +50,10 @@ int run_cli(int argc, char** argv) {
     return 2;
   }
   set_log_context(LogContext{world.rank, world.size, world.host, "cpu"});
+  if (argc == 3 && !std::strcmp(argv[1], "help") && !std::strcmp(argv[2], "--markdown")) {
+    std::fputs(help_markdown().c_str(), stdout);
+    return 0;
+  }
   if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
     std::fputs(kUsage, stdout);
     return argc < 2 ? 2 : 0;

@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "launch/commands.h"
+#include "launch/flag_table.h"
 #include "launch/parse_args.h"
 #include "model/corpus.h"
 #include "model/protected_inputs.h"
@@ -14,20 +15,34 @@ namespace po = boost::program_options;
 namespace tz {
 namespace {
 
-int data_prepare(const std::vector<std::string>& args) {
+struct PrepareFlags {
   std::vector<std::string> inputs;
   std::string output = "train.bin", val_output;
   double val_fraction = 0.1;
+};
+
+po::options_description prepare_options(PrepareFlags& f) {
   po::options_description desc(
-      "tierzero data prepare: byte-level tokenise text files (vocab 256) into llm.c token files\n\nflags");
+      "tierzero data prepare: byte-level tokenise text files (vocab 256) into llm.c token files "
+      "(docs/data.md)\n\nflags");
   desc.add_options()
       ("help,h", "print this help")
-      ("input", po::value(&inputs)->multitoken(),
+      ("input", po::value(&f.inputs)->multitoken(),
        "text files, concatenated in order (default: the license texts in /usr/share/common-licenses)")
-      ("output", po::value(&output)->default_value(output), "training token file")
-      ("val-output", po::value(&val_output)->default_value(""), "validation token file (the last --val-fraction)")
-      ("val-fraction", po::value(&val_fraction)->default_value(val_fraction),
+      ("output", po::value(&f.output)->default_value(f.output), "training token file")
+      ("val-output", po::value(&f.val_output)->default_value(""),
+       "validation token file (the last --val-fraction)")
+      ("val-fraction", po::value(&f.val_fraction)->default_value(f.val_fraction, "0.1"),
        "share of tokens held out for validation when --val-output is given");
+  return desc;
+}
+
+int data_prepare(const std::vector<std::string>& args) {
+  PrepareFlags f;
+  po::options_description desc = prepare_options(f);
+  std::vector<std::string>& inputs = f.inputs;
+  const std::string &output = f.output, &val_output = f.val_output;
+  const double& val_fraction = f.val_fraction;
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "data prepare")) return 0;
   TZ_CHECK(val_fraction >= 0 && val_fraction < 1, "--val-fraction must be in [0, 1), got ", val_fraction);
@@ -46,6 +61,8 @@ int data_prepare(const std::vector<std::string>& args) {
 }
 
 }  // namespace
+
+std::vector<FlagTable> data_flag_tables() { return {flag_table("data prepare", prepare_options)}; }
 
 int data_command(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h") {

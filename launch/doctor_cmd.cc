@@ -21,6 +21,7 @@
 #include "core/memory_budget.h"
 #include "core/onednn_gemm.h"
 #include "launch/commands.h"
+#include "launch/flag_table.h"
 #include "launch/gpu_probe.h"
 #include "launch/parse_args.h"
 #include "offload/direct_io_probe.h"
@@ -168,16 +169,31 @@ void print_text(const json& d) {
   }
 }
 
-}  // namespace
-
-int doctor_command(const std::vector<std::string>& args) {
+struct DoctorFlags {
   std::vector<std::string> nvme;
   bool as_json = false;
-  po::options_description desc("tierzero doctor: what this machine offers tierzero (CPU, GPUs, CUDA libraries, "
-                               "locked memory, NVMe paths, MPI, launcher)\n\nflags");
-  desc.add_options()("help,h", "print this help")("nvme-path", po::value(&nvme)->composing(),
+};
+
+po::options_description doctor_options(DoctorFlags& f) {
+  po::options_description desc(
+      "tierzero doctor: what this machine offers tierzero, each item checked (CPU, GPUs, CUDA libraries,\n"
+      "locked memory, NVMe paths, MPI, launcher; docs/launching.md#tierzero-doctor); exit 1 when a check\n"
+      "asked for (an --nvme-path) fails\n\nflags");
+  desc.add_options()("help,h", "print this help")("nvme-path", po::value(&f.nvme)->composing(),
                                                    "check io_uring and O_DIRECT in this folder (repeatable)")(
-      "json", po::bool_switch(&as_json), "print one JSON object instead of text");
+      "json", po::bool_switch(&f.as_json), "print one JSON object instead of text");
+  return desc;
+}
+
+}  // namespace
+
+std::vector<FlagTable> doctor_flag_tables() { return {flag_table("doctor", doctor_options)}; }
+
+int doctor_command(const std::vector<std::string>& args) {
+  DoctorFlags f;
+  po::options_description desc = doctor_options(f);
+  const std::vector<std::string>& nvme = f.nvme;
+  const bool& as_json = f.as_json;
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "doctor")) return 0;
   const json d = {{"cpu", cpu_report()},     {"gpu", gpu_report()},

@@ -31,9 +31,17 @@ struct RefusedKey {
   const char* accepted = nullptr;
 };
 
+// A key tierzero reads (launch/ds_config.cc, launch/ds_scheduler.cc): the flag that overrides it, if any,
+// and what it sets. `tierzero help --markdown` prints these tables (docs/configuration.md).
+struct ReadKey {
+  const char* name;
+  const char* flag;  // "--zero-stage", or "" when no flag sets it
+  const char* does;
+};
+
 // The keys of one JSON object.
 struct KeyLevel {
-  std::vector<std::string> read;  // read into TrainOptions (launch/ds_config.cc, launch/ds_scheduler.cc)
+  std::vector<ReadKey> read;
   std::vector<NoEffectKey> no_effect;
   std::vector<RefusedKey> refused;
 

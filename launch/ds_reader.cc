@@ -14,7 +14,7 @@ namespace {
 
 using json = nlohmann::json;
 
-const char* const kDocs = "docs/configuration.md, section \"JSON config (--config)\"";
+const char* const kDocs = "docs/configuration.md, section \"DeepSpeed config keys\"";
 
 }  // namespace
 

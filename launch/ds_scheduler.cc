@@ -44,7 +44,7 @@ void check_params(DsReader& r, const json& params, LrSchedule s, const std::stri
     for (LrSchedule other : {LrSchedule::warmup, LrSchedule::warmup_decay, LrSchedule::warmup_cosine}) {
       if (!scheduler_params_keys(other).reads(key)) continue;
       std::string takes;
-      for (const auto& k : level.read) takes += (takes.empty() ? "" : ", ") + k;
+      for (const auto& k : level.read) takes += (takes.empty() ? "" : ", ") + std::string(k.name);
       TZ_FAIL(r.source(), ": 'scheduler.params.", key, "' is not a parameter of ", name,
               " (DeepSpeed's constructor would refuse it too); ", name, " takes ", takes,
               " and last_batch_iteration");

@@ -17,14 +17,17 @@ void add_model_flags(po::options_description& desc, ModelFlags& f) {
   for (const std::string& p : model_preset_names()) presets += (presets.empty() ? "" : ", ") + p;
   desc.add_options()
       ("model", po::value(&f.preset)->default_value(f.preset),
-       ("model preset: " + presets + "; size flags override it").c_str())
+       ("model preset: " + presets + " (docs/configuration.md#model-presets); size flags override it field by "
+        "field, and the run is then named custom (based on PRESET)").c_str())
       ("n-layer", po::value(&f.n_layer)->default_value(0), "transformer blocks (0: the preset's)")
-      ("n-head", po::value(&f.n_head)->default_value(0), "attention heads (0: the preset's)")
+      ("n-head", po::value(&f.n_head)->default_value(0),
+       "attention heads (0: the preset's); must divide --n-embd")
       ("n-embd", po::value(&f.n_embd)->default_value(0), "embedding width (0: the preset's)")
       ("vocab", po::value(&f.vocab)->default_value(0),
-       "vocabulary size (0: the preset's); padded inside to a multiple of 128")
+       "real vocabulary size, at least 2 (0: the preset's); padded inside to a multiple of 128")
       ("seq-len", po::value(&f.seq_len)->default_value(f.seq_len),
-       "sequence length of a training sample; the position table grows to it if the preset's is shorter");
+       "tokens per training sequence (T); the position table grows to it if the preset's is shorter, never "
+       "shrinks");
 }
 
 ModelConfig resolve_model(const ModelFlags& f) {

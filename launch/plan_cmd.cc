@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "launch/commands.h"
+#include "launch/flag_table.h"
 #include "launch/parse_args.h"
 #include "launch/train_flags.h"
 #include "train/trainer.h"
@@ -26,39 +27,67 @@ namespace po = boost::program_options;
 
 namespace tz {
 
-int plan_command(const std::vector<std::string>& args) {
+namespace {
+
+// plan's own flags, and every train flag.
+struct PlanFlags {
   TrainFlags f;
   int world = 1, rank = -1, ranks_per_node = 0, threads_per_rank = 0;
   std::string hardware, csv;
   bool compare = false, json = false;
   Prices prices;
+};
+
+po::options_description plan_options(PlanFlags& p) {
   po::options_description desc(
-      "tierzero plan: print the memory plan of a training run (every buffer each rank would allocate, by "
-      "state "
-      "class and tier, against the budgets) without allocating it\n\nflags: every `tierzero train` flag, "
-      "plus");
-  desc.add_options()("world", po::value(&world)->default_value(world),
+      "tierzero plan: print the memory plan of a training run (every buffer each rank would allocate,\n"
+      "by state class and tier, against the budgets) without allocating it or starting MPI; when it does\n"
+      "not fit, the smallest changes that do, and exit 1 (docs/planning.md)\n\n"
+      "flags: every `tierzero train` flag, plus");
+  desc.add_options()("world", po::value(&p.world)->default_value(p.world),
                      "number of ranks the job would run on")(
-      "rank", po::value(&rank)->default_value(rank),
-      "print only this rank's plan (-1: every distinct plan among ranks 0-63 and the last)")(
-      "hardware", po::value(&hardware)->default_value(""),
+      "rank", po::value(&p.rank)->default_value(p.rank),
+      "print only this rank's plan, in [0, world) (-1: rank 0's, and each later rank's that differs, "
+      "among ranks 0-63 and the last)")(
+      "hardware", po::value(&p.hardware)->default_value(""),
       "predict the step time on: a preset (h100-80g, h200-141g, gh200, a100-40g, v100-32g, cpu-node), local "
       "(this machine's `tierzero bench calibrate`), or a hardware JSON file")(
-      "ranks-per-node", po::value(&ranks_per_node)->default_value(0),
-      "ranks on each node (0: the hardware's devices per node; CPU hardware: its calibration's)")(
-      "threads-per-rank", po::value(&threads_per_rank)->default_value(0),
-      "CPU hardware: the compute threads each rank runs (OMP_NUM_THREADS); ranks using fewer cores than the "
-      "calibration measured get that share of its rates (0: the node's cores shared by its ranks)")(
-      "compare", po::bool_switch(&compare),
+      "ranks-per-node", po::value(&p.ranks_per_node)->default_value(0),
+      "ranks on each node, filled in order (0: the hardware's devices per node; CPU hardware: its "
+      "calibration's)")(
+      "threads-per-rank", po::value(&p.threads_per_rank)->default_value(0),
+      "CPU hardware: the compute threads each rank runs (OMP_NUM_THREADS); ranks using fewer cores "
+      "than the calibration measured its rates on (its cores: ranks x threads) get that share of the "
+      "node's compute and CPU Adam rates, more are no faster (0: the node's cores shared by its ranks)")(
+      "compare", po::bool_switch(&p.compare),
       "one table of options (stages 0-3, optimizer or parameters on host or NVMe) on each --hardware (a "
       "comma-separated list; default: every GPU preset), with time and cost per million tokens and per run")(
-      "price-gpu-hour", po::value(&prices.gpu_hour)->default_value(0), "--compare: price of one device for an hour")(
-      "price-node-hour", po::value(&prices.node_hour)->default_value(0), "--compare: price of one node for an hour")(
-      "price-nvme-tb-hour", po::value(&prices.nvme_tb_hour)->default_value(0),
+      "price-gpu-hour", po::value(&p.prices.gpu_hour)->default_value(0),
+      "--compare: price of one device for an hour")("price-node-hour",
+                                                    po::value(&p.prices.node_hour)->default_value(0),
+                                                    "--compare: price of one node for an hour")(
+      "price-nvme-tb-hour", po::value(&p.prices.nvme_tb_hour)->default_value(0),
       "--compare: price of 1 TB of NVMe store for an hour")(
-      "csv", po::value(&csv)->default_value(""), "--compare: also write the table as CSV to this file")(
-      "json", po::bool_switch(&json), "print JSON: the plan's totals per rank and the prediction (with --compare: the table)");
-  add_train_flags(desc, f);
+      "csv", po::value(&p.csv)->default_value(""), "--compare: also write the table as CSV to this file")(
+      "json", po::bool_switch(&p.json),
+      "print JSON: the plan's totals per rank and the prediction (with --compare: the table)");
+  add_train_flags(desc, p.f);
+  return desc;
+}
+
+}  // namespace
+
+std::vector<FlagTable> plan_flag_tables() { return {flag_table("plan", plan_options, "train")}; }
+
+int plan_command(const std::vector<std::string>& args) {
+  PlanFlags p;
+  po::options_description desc = plan_options(p);
+  TrainFlags& f = p.f;
+  int &world = p.world, &rank = p.rank, &ranks_per_node = p.ranks_per_node,
+      &threads_per_rank = p.threads_per_rank;
+  std::string &hardware = p.hardware, &csv = p.csv;
+  bool &compare = p.compare, &json = p.json;
+  Prices& prices = p.prices;
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "plan")) return 0;
   resolve_train_flags(f, vm);

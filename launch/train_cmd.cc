@@ -16,6 +16,7 @@
 #include "core/error.h"
 #include "core/thread_affinity.h"
 #include "launch/commands.h"
+#include "launch/flag_table.h"
 #include "launch/parse_args.h"
 #include "launch/train_flags.h"
 #include "train/stop_signals.h"
@@ -56,12 +57,23 @@ void bind_cores(const WorldInfo& world) {
            ", from " + b.source);
 }
 
+po::options_description train_options(TrainFlags& f) {
+  po::options_description desc(
+      "tierzero train: train a model (GPT-2, or the Llama family: Llama 3.x, Qwen2.5, Mistral) with ZeRO\n"
+      "data parallelism on every rank the launcher starts (mpirun or srun; alone, a world of one), each\n"
+      "state class on the tier the flags or a DeepSpeed JSON config (--config) place it\n\n"
+      "flags (default in parentheses)");
+  add_train_flags(desc, f);
+  return desc;
+}
+
 }  // namespace
+
+std::vector<FlagTable> train_flag_tables() { return {flag_table("train", train_options)}; }
 
 int train_command(const std::vector<std::string>& args) {
   TrainFlags f;
-  po::options_description desc("tierzero train: train a GPT-2 model\n\nflags (default in parentheses)");
-  add_train_flags(desc, f);
+  po::options_description desc = train_options(f);
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "train")) return 0;
   resolve_train_flags(f, vm);

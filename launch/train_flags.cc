@@ -22,98 +22,143 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
   add_model_flags(desc, f.mf);
   desc.add_options()("help,h", "print this help")(
       "data", po::value(&f.o.data)->default_value(f.o.data),
-      "training tokens: an llm.c .bin file (uint16 tokens, magic 20240520; uint32, magic 20240801) or a raw "
-      "uint16 file; 'default' is the built-in "
-      "byte-level corpus (the license texts in /usr/share/common-licenses, first 90%)")(
+      "training tokens: an llm.c token file (uint16, magic 20240520; or uint32, magic 20240801 version "
+      "7) or a raw uint16 file; 'default' is the built-in byte-level corpus (the license texts in "
+      "/usr/share/common-licenses, first 90%; docs/data.md)")(
       "val-data", po::value(&f.o.val_data)->default_value(""),
-      "validation tokens (with --data default: the corpus' last 10%)")(
+      "validation tokens; left out, the corpus' last 10% with --data default, else no validation. A "
+      "validation runs forward only from the first batch with --micro-batch and --seq-len, each rank "
+      "over its own windows; val_loss is the mean over ranks, and the data must hold ranks x B x T + 1 "
+      "tokens")(
       "init-from", po::value(&f.o.init_from)->default_value(""),
       "start from a Hugging Face model folder (config.json and model.safetensors or its shards: Llama, "
-      "Mistral, Qwen2, GPT-2; F32, F16 or BF16), whose config sets the model, or a GPT-2 safetensors file "
-      "(the head count from --n-head or the GPT-2 preset of the same width)")(
+      "Mistral, Qwen2, GPT-2; F32, F16 or BF16), whose config sets the model, or a GPT-2 safetensors "
+      "file, which sets the sizes except the head count: --n-head, or the GPT-2 preset of the same "
+      "depth and width (docs/data.md#safetensors)")(
       "save-safetensors", po::value(&f.o.save_safetensors)->default_value(""),
-      "after training, write the weights as one safetensors file with Hugging Face's names (F32)")(
+      "after training, write the fp32 master weights as one safetensors file with Hugging Face's names "
+      "(F32), gathered from every rank and written by rank 0")(
       "save-hf", po::value(&f.o.save_hf)->default_value(""),
-      "after training, write a Hugging Face model folder (config.json, model.safetensors or shards with their "
-      "index, and --init-from's tokenizer and generation files) into this new or empty folder")(
+      "after training, write a Hugging Face model folder into this new or empty folder: config.json "
+      "(--init-from's own when it was a folder, else the model's shape as transformers writes it), "
+      "model.safetensors or shards with their index, and --init-from's tokenizer and generation files; "
+      "written a group at a time, atomically (docs/data.md)")(
       "save-hf-dtype", po::value(&f.save_hf_dtype)->default_value(f.save_hf_dtype),
-      "the dtype --save-hf writes the weights in: fp32, bf16 or fp16 (config.json's torch_dtype)")(
+      "the dtype --save-hf writes the weights in: fp32, bf16 or fp16, rounded to nearest even from the "
+      "fp32 master (config.json's torch_dtype)")(
       "save-hf-shard-size", po::value(&f.save_hf_shard)->default_value(f.save_hf_shard),
       "--save-hf: the most bytes of weights per safetensors file (5e9, as Hugging Face's max_shard_size); a "
       "larger tensor gets a file of its own")(
       "metrics", po::value(&f.o.metrics)->default_value(""),
-      "write one JSON object per step (and per validation) to this JSONL file, created anew")(
-      "steps", po::value(&f.o.steps)->default_value(f.o.steps), "optimizer steps")(
+      "rank 0 writes one JSON object per step (and per validation) to this JSONL file, renamed into "
+      "place when the run ends (docs/metrics.md)")(
+      "steps", po::value(&f.o.steps)->default_value(f.o.steps),
+      "optimizer steps, at least 1, each of --grad-accum micro-steps; the run's total, also when "
+      "resuming")(
       "micro-batch", po::value(&f.o.micro_batch)->default_value(f.o.micro_batch),
-      "sequences per micro-batch on each rank")("lr", po::value(&f.o.lr.lr)->default_value(f.o.lr.lr),
-                                                "peak learning rate")(
-      "min-lr", po::value(&f.o.lr.min_lr)->default_value(f.o.lr.min_lr),
-      "final learning rate of the cosine schedule")(
-      "warmup", po::value(&f.o.lr.warmup)->default_value(f.o.lr.warmup), "linear warm-up steps")(
+      "sequences per micro-step on each rank (B); a step trains on B x T x grad-accum x ranks tokens")(
+      "lr", po::value(&f.o.lr.lr)->default_value(f.o.lr.lr, show_number(f.o.lr.lr)),
+      "peak learning rate, in [0, 10]")(
+      "min-lr", po::value(&f.o.lr.min_lr)->default_value(f.o.lr.min_lr, show_number(f.o.lr.min_lr)),
+      "the learning rate the cosine schedule ends at (constant ignores it); warmup_min_lr of "
+      "DeepSpeed's schedules")("warmup", po::value(&f.o.lr.warmup)->default_value(f.o.lr.warmup),
+                               "linear warm-up steps (scheduler.params.warmup_num_steps)")(
       "lr-schedule", po::value(&f.schedule)->default_value(f.schedule),
-      "after warm-up: constant or cosine; or DeepSpeed's warmup (WarmupLR), warmup-decay (WarmupDecayLR), "
-      "warmup-cosine (WarmupCosineLR)")(
-      "weight-decay", po::value(&f.o.adam.weight_decay)->default_value(f.o.adam.weight_decay),
+      "after warm-up: constant or cosine; or DeepSpeed's warmup (WarmupLR), warmup-decay "
+      "(WarmupDecayLR), warmup-cosine (WarmupCosineLR), for which --warmup is warmup_num_steps, "
+      "--min-lr warmup_min_lr and --steps total_num_steps (docs/optimizer.md). Given, it replaces "
+      "--config's whole scheduler object")(
+      "weight-decay",
+      po::value(&f.o.adam.weight_decay)
+          ->default_value(f.o.adam.weight_decay, show_number(f.o.adam.weight_decay)),
       "AdamW decoupled weight decay (matrices and embeddings; not biases or LayerNorm)")(
-      "beta1", po::value(&f.o.adam.beta1)->default_value(f.o.adam.beta1), "AdamW beta1")(
-      "beta2", po::value(&f.o.adam.beta2)->default_value(f.o.adam.beta2), "AdamW beta2")(
-      "eps", po::value(&f.o.adam.eps)->default_value(f.o.adam.eps), "AdamW epsilon")(
-      "grad-clip", po::value(&f.o.adam.grad_clip)->default_value(f.o.adam.grad_clip),
-      "clip the global gradient norm to this (0: off)")("seed", po::value(&f.seed)->default_value(f.seed),
-                                                        "seed for initialisation and shuffling")(
-      "shuffle", po::bool_switch(&f.o.shuffle), "visit the batches of each epoch in a seeded random order")(
+      "beta1", po::value(&f.o.adam.beta1)->default_value(f.o.adam.beta1, show_number(f.o.adam.beta1)),
+      "AdamW beta1")(
+      "beta2", po::value(&f.o.adam.beta2)->default_value(f.o.adam.beta2, show_number(f.o.adam.beta2)),
+      "AdamW beta2")("eps", po::value(&f.o.adam.eps)->default_value(f.o.adam.eps, show_number(f.o.adam.eps)),
+                     "AdamW epsilon")(
+      "grad-clip",
+      po::value(&f.o.adam.grad_clip)->default_value(f.o.adam.grad_clip, show_number(f.o.adam.grad_clip)),
+      "clip the global norm of the gradient (averaged over ranks and micro-steps) to this (0: off)")(
+      "seed", po::value(&f.seed)->default_value(f.seed),
+      "seed for the initialisation and the shuffle; every rank computes the same initial parameters "
+      "from it")("shuffle", po::bool_switch(&f.o.shuffle),
+                 "visit the batches of each epoch in a seeded random order (docs/data.md)")(
       "dtype", po::value(&f.dtype)->default_value(f.dtype),
-      "compute dtype: fp32; bf16 (bf16 matmul inputs, fp32 accumulation, fp32 master weights); fp16 (the "
-      "same "
-      "with dynamic loss scaling)")("checkpoint-activations", po::bool_switch(&f.ckpt),
-                                    "keep only each block's input; recompute in backward")(
+      "compute dtype: fp32; bf16 (bf16 working parameters and matmul inputs, fp32 accumulation, fp32 "
+      "master weights, gradients and Adam states); fp16 (the same in fp16, with loss scaling: "
+      "docs/optimizer.md). On cpu, fp16 matmuls and the bf16 ones the CPU has no instructions for "
+      "(transposed ones without AMX-BF16, all without AVX-512) are computed in fp32 in a planned "
+      "workspace")("checkpoint-activations", po::bool_switch(&f.ckpt),
+                   "keep only each block's input; recompute in backward")(
       "device", po::value(&f.device)->default_value(f.device),
-      "cpu, or cuda (builds configured with TZ_CUDA; each rank on the GPU of its local rank)")(
+      "cpu, or cuda (also gpu): each rank on the GPU of its local rank (docs/launching.md#gpu-jobs); "
+      "needs a build with the CUDA backend (tierzero doctor says whether this one has it), refused "
+      "before anything loads otherwise")(
       "attention-math", po::value(&f.o.attention_math)->default_value(f.o.attention_math),
-      "cuda: the fused attention's arithmetic: fp32 (within ~1e-6 of the cpu backend), bf16 (tensor cores, "
-      "head sizes up to 128), or auto (bf16 with --dtype bf16 or fp16)")(
+      "cuda: the fused attention's arithmetic: fp32 (SIMT cores, within ~1e-6 of the cpu backend), "
+      "bf16 (tensor cores; q, k, v, P and dS rounded to bf16; head sizes up to 128, larger ones keep "
+      "fp32), or auto (bf16 with --dtype bf16 or fp16)")(
       "tf32", po::bool_switch(&f.o.tf32),
       "cuda: let fp32 matrix products round their inputs to TF32 (faster on tensor cores; results then "
       "differ from the cpu backend's by ~1e-3 relative). Off by default")(
       "device-mem", po::value(&f.device_mem)->default_value(f.device_mem),
-      "device memory budget, e.g. 512M, 8G (powers of 1024; on cpu: host memory the run may use)")(
+      "each rank's device memory budget, e.g. 512M, 8G, 1.5G (B, K, M, G, T: powers of 1024; unlimited "
+      "or none: no limit). On cpu it is the host memory the rank's buffers may use; on a GPU, "
+      "unlimited is its free memory less 1 GiB + 2% of its total "
+      "(docs/planning.md#what-the-budgets-count)")(
       "bind-cores", po::value(&f.bind_cores)->default_value(f.bind_cores),
-      "none, or auto: bind each rank's compute threads (and with 3+ cores its I/O threads, on a core of "
-      "their own) to its share of the node's cores, from the launcher's binding or the local rank")(
+      "none, or auto: bind each rank's compute threads (and with 3+ cores its I/O threads, on a core "
+      "of their own) to its share of the node's cores, from the launcher's binding or the local rank "
+      "(docs/launching.md#--bind-cores-auto)")(
       "save-dir", po::value(&f.o.save_dir)->default_value(""),
-      "folder for training checkpoints (step-NNNNNNNN folders and a `latest` pointer); the last step is "
-      "always saved")("save-every", po::value(&f.o.save_every)->default_value(f.o.save_every),
-                      "also save a checkpoint every N steps (0: only at the end and on SIGTERM/SIGINT)")(
+      "folder for training checkpoints (fp32 master, Adam states, step, loss scaler, data position: "
+      "step-NNNNNNNN folders and a `latest` pointer); the last step is always saved "
+      "(docs/checkpoints.md)")(
+      "save-every", po::value(&f.o.save_every)->default_value(f.o.save_every),
+      "also save a checkpoint every N steps (0: only at the end and on SIGTERM/SIGINT)")(
       "keep-last", po::value(&f.o.keep_last)->default_value(f.o.keep_last),
       "keep the N newest checkpoints in --save-dir, pruning older ones after each save (0: keep all)")(
       "resume", po::value(&f.o.resume)->default_value(""),
-      "continue from a checkpoint: latest (the newest in --save-dir; none yet: start at step 1) or a "
-      "checkpoint folder")(
-      "val-every", po::value(&f.o.val_every)->default_value(f.o.val_every),
-      "validate every N steps (0: only after the last step)")(
+      "continue from a checkpoint: latest (the newest in --save-dir; none yet: start at step 1; a "
+      "damaged one is refused, naming the newest intact one) or a checkpoint folder; at any world "
+      "size, stage and offload setting")("val-every", po::value(&f.o.val_every)->default_value(f.o.val_every),
+                                         "validate every N steps (0: only after the last step)")(
       "val-batches", po::value(&f.o.val_batches)->default_value(f.o.val_batches),
-      "micro-batches per validation")("log-every", po::value(&f.o.log_every)->default_value(f.o.log_every),
-                                      "print a progress line every N steps (0: none)")(
+      "micro-batches per validation (at most what the validation data holds)")(
+      "log-every", po::value(&f.o.log_every)->default_value(f.o.log_every),
+      "print a progress line every N steps on rank 0, the first and last always (0: none; "
+      "steps_per_print)")(
       "config", po::value(&f.config)->default_value(""),
-      "DeepSpeed-style JSON config (train_micro_batch_size_per_gpu, zero_optimization, fp16, bf16, "
-      "optimizer, ...); "
-      "flags given on the command line override it (docs/configuration.md)")(
+      "a DeepSpeed JSON config (docs/deepspeed.md; its keys: docs/configuration.md); flags typed on "
+      "the command line override it")(
       "zero-stage", po::value(&f.o.zero.stage)->default_value(f.o.zero.stage),
-      "ZeRO stage: 0 data parallel, 1 shard optimizer states, 2 + gradients, 3 + parameters")(
+      "ZeRO stage: 0 data parallel (gradients all-reduced), 1 shard the fp32 master and Adam states, 2 "
+      "also the gradients, 3 also the working parameters; any stage at any world size "
+      "(zero_optimization.stage)")(
       "grad-accum", po::value(&f.o.grad_accum)->default_value(f.o.grad_accum),
-      "micro-steps per optimizer step")(
+      "micro-steps per optimizer step; stages 0-1 reduce the gradients once per step, stages 2-3 after "
+      "every micro-step (gradient_accumulation_steps)")(
       "reduce-bucket-size", po::value(&f.reduce_bucket)->default_value("5e8"),
-      "gradient elements reduced per collective (zero_optimization.reduce_bucket_size)")(
+      "gradient elements reduced per collective (zero_optimization.reduce_bucket_size): whole "
+      "consecutive groups in the order backward finishes them, up to this many, raised to the largest "
+      "flat group (0: each group on its own). Two fp32 bucket buffers (one when the whole model fits "
+      "one collective) each hold the largest collective (docs/tuning.md#gradient-buckets)")(
       "allgather-bucket-size", po::value(&f.allgather_bucket)->default_value("5e8"),
-      "parameter elements all-gathered per batch after the step, stages 1-2 (allgather_bucket_size)")(
+      "parameter elements all-gathered at once after the step, stages 1-2 and stage 3's persistent "
+      "groups (allgather_bucket_size; 0: each group on its own)")(
       "prefetch-bucket-size", po::value(&f.prefetch_bucket)->default_value("5e7"),
-      "stage 3: parameter elements gathered ahead of use (stage3_prefetch_bucket_size)")(
+      "stage 3: parameter elements of upcoming groups gathered ahead of use, which sets the gather "
+      "slots: 1 + this / the largest group but the embedding (stage3_prefetch_bucket_size; 0: no "
+      "prefetch)")(
       "max-live-parameters", po::value(&f.max_live)->default_value("1e9"),
-      "stage 3: gathered parameter elements alive at once (stage3_max_live_parameters)")(
+      "stage 3: gathered parameter elements alive at once, which limits the gather slots; below the "
+      "embedding plus the largest other group, one slot beside the embedding's "
+      "(stage3_max_live_parameters)")(
       "param-persistence-threshold", po::value(&f.persistence)->default_value("1e5"),
-      "stage 3: a flat group (one block, the embeddings, the final norm) smaller than this stays whole on "
-      "every "
-      "rank (stage3_param_persistence_threshold, applied per group)")(
+      "stage 3: a flat group (one block, the embeddings, the final norm) smaller than this stays whole "
+      "on every rank and is never gathered (stage3_param_persistence_threshold, applied per group, not "
+      "per tensor; 0: shard every group)")(
       "loss-scale", po::value(&f.o.fp16.loss_scale)->default_value(f.o.fp16.loss_scale),
       "fp16: static loss scale (0: dynamic)")(
       "initial-scale-power",
@@ -122,18 +167,22 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
       "loss-scale-window", po::value(&f.o.fp16.loss_scale_window)->default_value(f.o.fp16.loss_scale_window),
       "fp16: steps without overflow before the scale doubles")(
       "hysteresis", po::value(&f.o.fp16.hysteresis)->default_value(f.o.fp16.hysteresis),
-      "fp16: overflows before the scale halves")(
+      "fp16: with h, the first h - 1 overflows after the start or a growth only skip the step; from "
+      "the h-th on, each also halves the scale")(
       "min-loss-scale", po::value(&f.o.fp16.min_loss_scale)->default_value(f.o.fp16.min_loss_scale),
       "fp16: the scale never drops below this")(
       "offload-optimizer", po::value(&f.offload_opt)->default_value("none"),
-      "where the fp32 master weights and Adam states live: none (the device), cpu (the host tier; Adam runs "
-      "there, vectorised) or nvme (zero_optimization.offload_optimizer.device)")(
+      "where the fp32 master weights and Adam states (and at stages 2-3 the fp32 gradient shards) "
+      "live: none (the device), cpu (the host tier; the vectorised CPU Adam updates them) or nvme (the "
+      "NVMe store, streamed through host staging in sub-groups); any stage; device and host mean none "
+      "and cpu (zero_optimization.offload_optimizer.device)")(
       "offload-param", po::value(&f.offload_param)->default_value("none"),
-      "stage 3: where the parameter shards live between uses: none, cpu or nvme "
-      "(zero_optimization.offload_param.device)")("offload-ratio", po::value(&f.ratio)->default_value(1.0),
-                                                  "with --offload-optimizer cpu: the share of the optimizer "
-                                                  "states on the host tier; the rest stays on the "
-                                                  "device, in whole flat groups (offload_optimizer.ratio)")(
+      "stage 3 only: where the working-parameter shards of the sharded groups live between uses: none, "
+      "cpu or nvme; persistent groups stay on the device (zero_optimization.offload_param.device)")(
+      "offload-ratio", po::value(&f.ratio)->default_value(1.0),
+      "with --offload-optimizer cpu: the share of each optimizer state class (master, m, v) on the "
+      "host tier; the rest stays on the device, in whole flat groups in group order. A group with any "
+      "of them on the host is updated there by the CPU Adam (offload_optimizer.ratio)")(
       "offload-ratio-master", po::value(&f.ratio_master)->default_value(-1.0),
       "the same for the fp32 master weights only (-1: --offload-ratio)")(
       "offload-ratio-m", po::value(&f.ratio_m)->default_value(-1.0),
@@ -141,27 +190,37 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
                                                         po::value(&f.ratio_v)->default_value(-1.0),
                                                         "the same for Adam v only (-1: --offload-ratio)")(
       "overlap-optimizer", po::value(&f.overlap_opt)->default_value("auto"),
-      "with --offload-optimizer cpu at stages 2-3: start each group's CPU Adam during backward, as soon as "
-      "its reduced gradient is on the host, and roll it back exactly when clipping or an fp16 overflow "
-      "then calls for it: auto (on with --device cuda), on or off. Costs 12 + 2 bytes of pinned host "
-      "memory per offloaded optimizer element")(
+      "with --offload-optimizer cpu at stages 2-3: start each group's CPU Adam during backward, as "
+      "soon as its reduced gradient is on the host, and roll it back exactly when clipping or an fp16 "
+      "overflow then calls for it (the result is bitwise the step without it): auto (on with --device "
+      "cuda), on or off. Costs 12 + 2 bytes of pinned host memory per offloaded optimizer element; "
+      "groups kept on the device by --offload-ratio, or on NVMe, are not covered "
+      "(docs/tuning.md#--overlap-optimizer)")(
       "overlap-optimizer-share", po::value(&f.o.offload.overlap_optimizer_share)->default_value(0.5),
       "the share of the offloaded optimizer elements --overlap-optimizer covers, from the groups backward "
       "finishes first (0 to 1; each covered element costs 12 + 2 bytes of pinned host memory)")(
       "offload-activations", po::value(&f.offload_act)->default_value("none"),
-      "where the activation checkpoints (each block's input) live: none (the device) or cpu")(
-      "host-mem", po::value(&f.host_mem)->default_value("unlimited"), "budget of the host tier, e.g. 16G")(
-      "nvme-mem", po::value(&f.nvme_mem)->default_value("unlimited"), "budget of the nvme tier, e.g. 500G")(
+      "where the activation checkpoints (each block's input) live: none (the device) or cpu (the host "
+      "tier, crossing on copy streams of their own while the blocks compute; the device then holds 3 "
+      "staging buffers, 2 without --checkpoint-activations, instead of L + 1)")(
+      "host-mem", po::value(&f.host_mem)->default_value("unlimited"),
+      "each rank's budget of the host tier (pinned host memory: offloaded states and activations, "
+      "staging between the tiers, a few scalars), e.g. 16G; the syntax of --device-mem")(
+      "nvme-mem", po::value(&f.nvme_mem)->default_value("unlimited"),
+      "each rank's budget of bytes in the NVMe store, e.g. 500G; checked before any file is created "
+      "(the disk's free space is checked as well)")(
       "nvme-path", po::value(&f.o.offload.nvme_paths)->composing(),
-      "a folder for the nvme tier's swap files (repeat to stripe over several drives)")(
+      "a folder for the NVMe store, one file per rank in it; repeat to stripe over several drives "
+      "(blocks round-robin). Needed by nvme offload; given, it replaces --config's nvme_path")(
       "pin-memory", po::bool_switch(&f.o.offload.pin_memory),
-      "require the host tier to be locked in RAM (it is "
-      "locked where the memlock limit allows anyway; with this flag a refused lock is an error, unless "
-      "--allow-unpinned)")(
+      "require the host tier to be locked in RAM (it is locked where the memlock limit allows anyway; "
+      "with this flag a refused lock is an error naming the limit, unless --allow-unpinned; root is "
+      "not limited) (pin_memory)")(
       "allow-unpinned", po::bool_switch(&f.o.offload.allow_unpinned),
       "with --pin-memory: keep going with unlocked memory when the memlock limit refuses")(
       "comm-timeout", po::value(&f.comm_timeout)->default_value(f.comm_timeout),
-      "seconds a collective may wait for the other ranks before the job is stopped");
+      "seconds a collective may wait for the other ranks (0.001 to 604800) before the communicator "
+      "fails with one message naming it and the job is aborted (docs/launching.md#when-a-rank-fails)");
 }
 
 namespace {
