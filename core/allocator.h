@@ -19,8 +19,11 @@ inline constexpr int kMaxMemoryKinds = 8;
 
 // Registers a pool of pinned host memory under `name` (unique; what its budget errors and the plan call
 // it) and returns its kind. Devices made afterwards have an allocator for it, under the budget their
-// options give it (DeviceOptions::pool_mem; unlimited otherwise). Throws past kMaxMemoryKinds.
-MemoryKind register_host_pool(const std::string& name);
+// options give it (DeviceOptions::pool_mem; unlimited otherwise). With numa_node >= 0 its memory is bound
+// to that NUMA node (core/numa.h). Throws past kMaxMemoryKinds.
+MemoryKind register_host_pool(const std::string& name, int numa_node = -1);
+// The NUMA node a pool's memory is bound to; -1 for an unbound pool and the built-in kinds.
+int host_pool_numa_node(MemoryKind k);
 // The registered pools, in registration order.
 std::vector<MemoryKind> host_pools();
 bool is_host_pool(MemoryKind k);
@@ -48,6 +51,9 @@ class Allocator {
   virtual Allocation allocate(std::size_t bytes, const std::string& what) = 0;
   // Frees memory from allocate(); the reservation is returned separately (by its destructor).
   virtual void deallocate(void* p, std::size_t bytes) noexcept = 0;
+  // The live blocks of an allocator whose memory is bound to a NUMA node (host_pool_numa_node), for
+  // checking where their pages are (core/numa.h page_nodes); empty for every other allocator.
+  virtual std::vector<std::pair<const void*, std::size_t>> node_blocks() const { return {}; }
 
  protected:
   Allocator(MemoryKind kind, std::string tier, std::size_t budget)

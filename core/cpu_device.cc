@@ -11,6 +11,7 @@
 #include "core/backend.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "core/numa.h"
 #include "core/poison.h"
 
 namespace tz {
@@ -21,13 +22,14 @@ class CpuAllocator final : public Allocator {
   // align: 64 bytes for device and pageable memory (a cache line, what vector loads want), a page for
   // pinned memory (so it can go straight to O_DIRECT I/O and be locked page by page).
   CpuAllocator(MemoryKind kind, std::string tier, std::size_t budget, std::size_t align, Pinning pinning)
-      : Allocator(kind, std::move(tier), budget), align_(align), pinning_(pinning) {}
+      : Allocator(kind, std::move(tier), budget), align_(align), pinning_(pinning), node_(host_pool_numa_node(kind)) {}
 
   Allocation allocate(std::size_t bytes, const std::string& what) override {
     Allocation a;
     a.reservation = budget().reserve(bytes, what);
     const std::size_t rounded = (bytes + align_ - 1) / align_ * align_;
-    a.ptr = std::aligned_alloc(align_, rounded);
+    // A pool bound to a NUMA node maps its own pages, bound before the first touch.
+    a.ptr = node_ >= 0 ? map_node_memory(rounded, node_, what) : std::aligned_alloc(align_, rounded);
     if (!a.ptr)
       TZ_FAIL("host allocation of ", format_bytes(bytes), " for ", what,
               " failed (the machine is out of memory)");
@@ -36,21 +38,26 @@ class CpuAllocator final : public Allocator {
       try {
         why = lock_pages(a.ptr, rounded, pinning_);
       } catch (...) {
-        std::free(a.ptr);
+        release(a.ptr, rounded);
         throw;
       }
       std::lock_guard<std::mutex> lock(mu_);
       if (!why.empty() && pin_error_.empty()) pin_error_ = why;
     }
     if (kind() == MemoryKind::device) register_device_memory(a.ptr, rounded);
+    if (node_ >= 0) blocks_.add(a.ptr, rounded);
     return a;
   }
 
   void deallocate(void* p, std::size_t bytes) noexcept override {
     if (kind() == MemoryKind::device) unregister_device_memory(p);
-    if (pinning_ != Pinning::none) ::munlock(p, (bytes + align_ - 1) / align_ * align_);
-    std::free(p);
+    const std::size_t rounded = (bytes + align_ - 1) / align_ * align_;
+    if (pinning_ != Pinning::none) ::munlock(p, rounded);
+    if (node_ >= 0) blocks_.remove(p);
+    release(p, rounded);
   }
+
+  std::vector<std::pair<const void*, std::size_t>> node_blocks() const override { return blocks_.list(); }
 
   std::string pin_error() const {
     std::lock_guard<std::mutex> lock(mu_);
@@ -58,8 +65,17 @@ class CpuAllocator final : public Allocator {
   }
 
  private:
+  void release(void* p, std::size_t rounded) noexcept {
+    if (node_ >= 0)
+      unmap_node_memory(p, rounded);
+    else
+      std::free(p);
+  }
+
   std::size_t align_;
   Pinning pinning_;
+  int node_;  // the NUMA node a pool is bound to, or -1
+  NodeBlocks blocks_;
   mutable std::mutex mu_;
   std::string pin_error_;
 };

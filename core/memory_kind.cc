@@ -10,6 +10,7 @@ namespace {
 struct Pools {
   std::mutex mu;
   std::vector<std::string> names;  // pool i is memory kind 3 + i
+  std::vector<int> nodes;          // its NUMA node, or -1
 };
 
 Pools& pools() {
@@ -21,7 +22,7 @@ constexpr int kFirstPool = 3;
 
 }  // namespace
 
-MemoryKind register_host_pool(const std::string& name) {
+MemoryKind register_host_pool(const std::string& name, int numa_node) {
   Pools& p = pools();
   std::lock_guard<std::mutex> lock(p.mu);
   TZ_CHECK(!name.empty(), "a host memory pool needs a name");
@@ -31,6 +32,7 @@ MemoryKind register_host_pool(const std::string& name) {
   TZ_CHECK(kFirstPool + int(p.names.size()) < kMaxMemoryKinds, "at most ", kMaxMemoryKinds - kFirstPool,
            " host memory pools can be registered; '", name, "' is one too many");
   p.names.push_back(name);
+  p.nodes.push_back(numa_node < 0 ? -1 : numa_node);
   return MemoryKind(kFirstPool + int(p.names.size()) - 1);
 }
 
@@ -46,6 +48,13 @@ bool is_host_pool(MemoryKind k) {
   Pools& p = pools();
   std::lock_guard<std::mutex> lock(p.mu);
   return int(k) >= kFirstPool && int(k) < kFirstPool + int(p.names.size());
+}
+
+int host_pool_numa_node(MemoryKind k) {
+  Pools& p = pools();
+  std::lock_guard<std::mutex> lock(p.mu);
+  const int i = int(k) - kFirstPool;
+  return i >= 0 && i < int(p.nodes.size()) ? p.nodes[std::size_t(i)] : -1;
 }
 
 std::string memory_kind_name(MemoryKind k) {

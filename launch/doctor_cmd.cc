@@ -19,7 +19,9 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
+#include "core/numa.h"
 #include "core/onednn_gemm.h"
+#include "core/thread_affinity.h"
 #include "launch/commands.h"
 #include "launch/flag_table.h"
 #include "launch/gpu_probe.h"
@@ -105,6 +107,19 @@ json launcher_report() {
   return j;
 }
 
+// The NUMA nodes with memory: numa.nodes[] (id, cpus, mem_total_bytes, mem_free_bytes, distances to
+// every node listed, in order), or numa.problem when the kernel has none.
+json numa_report() {
+  std::string why;
+  json nodes = json::array();
+  for (const NumaNode& n : numa_nodes(&why))
+    nodes.push_back({{"id", n.id}, {"cpus", n.cpus}, {"mem_total_bytes", n.mem_total_bytes},
+                     {"mem_free_bytes", n.mem_free_bytes}, {"distances", n.distances}});
+  json j = {{"nodes", nodes}};
+  if (!why.empty()) j["problem"] = why;
+  return j;
+}
+
 std::string limit_text(const json& v) { return v.get<long long>() < 0 ? "unlimited" : format_bytes(v.get<std::uint64_t>()); }
 
 void print_text(const json& d) {
@@ -143,6 +158,17 @@ void print_text(const json& d) {
   const json& m = d["memlock"];
   std::printf("memlock:  RLIMIT_MEMLOCK soft %s, hard %s%s\n", limit_text(m["soft"]).c_str(), limit_text(m["hard"]).c_str(),
               m["root"].get<bool>() ? " (root: not limited)" : "; the host tier is locked in RAM up to the soft limit");
+  const json& nm = d["numa"];
+  if (nm["nodes"].empty()) std::printf("numa:     none: %s\n", nm.value("problem", std::string("no node with memory")).c_str());
+  for (const auto& n : nm["nodes"]) {
+    std::vector<int> cpus = n["cpus"].get<std::vector<int>>();
+    std::string dist;
+    for (const auto& x : n["distances"]) dist.append(dist.empty() ? "" : " ").append(std::to_string(x.get<int>()));
+    std::printf("numa:     node %d: %s of %s free, cpus %s, distances %s (offload there: numa:%d)\n", n["id"].get<int>(),
+                format_bytes(n["mem_free_bytes"].get<std::uint64_t>()).c_str(),
+                format_bytes(n["mem_total_bytes"].get<std::uint64_t>()).c_str(),
+                cpus.empty() ? "none (memory only)" : cores_text(cpus).c_str(), dist.c_str(), n["id"].get<int>());
+  }
   if (d["nvme"].empty()) std::printf("nvme:     no --nvme-path given (tierzero doctor --nvme-path DIR checks one)\n");
   for (const auto& n : d["nvme"]) {
     const std::string fs = n["filesystem"].get<std::string>();
@@ -177,7 +203,8 @@ struct DoctorFlags {
 po::options_description doctor_options(DoctorFlags& f) {
   po::options_description desc(
       "tierzero doctor: what this machine offers tierzero, each item checked (CPU, GPUs, CUDA libraries,\n"
-      "locked memory, NVMe paths, MPI, launcher; docs/launching.md#tierzero-doctor); exit 1 when a check\n"
+      "locked memory, NUMA nodes, NVMe paths, MPI,\n"
+      "launcher; docs/launching.md#tierzero-doctor); exit 1 when a check\n"
       "asked for (an --nvme-path) fails\n\nflags");
   desc.add_options()("help,h", "print this help")("nvme-path", po::value(&f.nvme)->composing(),
                                                    "check io_uring and O_DIRECT in this folder (repeatable)")(
@@ -197,7 +224,7 @@ int doctor_command(const std::vector<std::string>& args) {
   po::variables_map vm;
   if (!parse_args(args, desc, vm, "doctor")) return 0;
   const json d = {{"cpu", cpu_report()},     {"gpu", gpu_report()},
-                  {"memlock", memlock_report()}, {"nvme", nvme_report(nvme)},
+                  {"memlock", memlock_report()}, {"numa", numa_report()}, {"nvme", nvme_report(nvme)},
                   {"mpi", {{"library", mpi_library_version()}, {"cuda_aware", mpi_cuda_aware()}}},
                   {"launcher", launcher_report()}};
   if (as_json)

@@ -13,6 +13,7 @@
 #include "launch/ds_config.h"
 #include "launch/ds_reader.h"
 #include "launch/parse_args.h"
+#include "zero/numa_tier.h"
 
 namespace po = boost::program_options;
 
@@ -173,15 +174,17 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
       "fp16: the scale never drops below this")(
       "offload-optimizer", po::value(&f.offload_opt)->default_value("none"),
       "where the fp32 master weights and Adam states (and at stages 2-3 the fp32 gradient shards) "
-      "live: none (the device), cpu (the host tier; the vectorised CPU Adam updates them) or nvme (the "
+      "live: none (the device), cpu (the host tier; the vectorised CPU Adam updates them), numa:N (NUMA "
+      "node N's memory, as a CXL memory expander or a CPU-less node appears: a host tier of its own, "
+      "budgeted by --numa-mem, updated in place by the CPU Adam on the node's nearest CPUs) or nvme (the "
       "NVMe store, streamed through host staging in sub-groups); any stage; device and host mean none "
       "and cpu (zero_optimization.offload_optimizer.device)")(
       "offload-param", po::value(&f.offload_param)->default_value("none"),
       "stage 3 only: where the working-parameter shards of the sharded groups live between uses: none, "
-      "cpu or nvme; persistent groups stay on the device (zero_optimization.offload_param.device)")(
+      "cpu, numa:N or nvme; persistent groups stay on the device (zero_optimization.offload_param.device)")(
       "offload-ratio", po::value(&f.ratio)->default_value(1.0),
-      "with --offload-optimizer cpu: the share of each optimizer state class (master, m, v) on the "
-      "host tier; the rest stays on the device, in whole flat groups in group order. A group with any "
+      "with --offload-optimizer cpu or numa:N: the share of each optimizer state class (master, m, v) on that "
+      "tier; the rest stays on the device, in whole flat groups in group order. A group with any "
       "of them on the host is updated there by the CPU Adam (offload_optimizer.ratio)")(
       "offload-ratio-master", po::value(&f.ratio_master)->default_value(-1.0),
       "the same for the fp32 master weights only (-1: --offload-ratio)")(
@@ -209,6 +212,10 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
       "nvme-mem", po::value(&f.nvme_mem)->default_value("unlimited"),
       "each rank's budget of bytes in the NVMe store, e.g. 500G; checked before any file is created "
       "(the disk's free space is checked as well)")(
+      "numa-mem", po::value(&f.numa_mem)->default_value(""),
+      "each rank's budgets of the numa:N tiers, NODE=SIZE separated by commas, e.g. 1=64G,2=64G (the "
+      "syntax of --device-mem for each size; nodes not listed: unlimited); checked before anything is "
+      "allocated, and against the node's free memory")(
       "nvme-path", po::value(&f.o.offload.nvme_paths)->composing(),
       "a folder for the NVMe store, one file per rank in it; repeat to stripe over several drives "
       "(blocks round-robin). Needed by nvme offload; given, it replaces --config's nvme_path")(
@@ -369,6 +376,7 @@ void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   f.o.offload.mem[Tier::host] = bytes_flag("host-mem", f.host_mem);
   f.o.offload.host_ratio_master = f.o.offload.host_ratio_m = f.o.offload.host_ratio_v = f.ratio;
   f.o.offload.mem[Tier::nvme] = bytes_flag("nvme-mem", f.nvme_mem);
+  for (const auto& [node, bytes] : parse_numa_mem(f.numa_mem)) f.o.offload.mem[numa_tier(node)] = bytes;
   f.o.config = f.config;
   // The file fills what the command line left at its defaults.
   if (!f.config.empty())

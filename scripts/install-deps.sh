@@ -21,7 +21,7 @@ $SUDO apt-get install -y -q --no-install-recommends \
   build-essential cmake ninja-build pkg-config ccache \
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers \
   libopenmpi-dev openmpi-bin \
-  liburing-dev libxxhash-dev \
+  liburing-dev libxxhash-dev libnuma-dev \
   libboost-program-options-dev nlohmann-json3-dev \
   libgtest-dev libgmock-dev \
   base-files jq \

@@ -17,6 +17,7 @@
 #include "train/collective_util.h"
 #include "train/corpus_data.h"
 #include "train/rank_agreement.h"
+#include "zero/numa_tier.h"
 #include "zero/plan_advice.h"
 
 namespace tz {
@@ -108,6 +109,7 @@ PlanInputs plan_inputs(const TrainOptions& opt, int world, int rank) {
 Run::Run(const TrainOptions& opt, Communicator& comm, const TrainHooks& hooks, const CheckpointReader* ckpt)
     : plan(plan_memory(plan_inputs(opt, comm.size(), comm.rank()))) {
   check_fits_with_advice(plan);  // a refusal names the smallest changes that fit
+  check_numa_tiers(plan);        // numa:N tiers on nodes that exist here, with room for the plan
   dev = make_device(opt.device, device_options(opt));
   // Device buffers travel over NCCL on a cuda device (bootstrapped over `comm`, which keeps the host
   // collectives). Made before the plan is checked against the device, whose budget then holds what the

@@ -3,6 +3,7 @@
 // and the safetensors and Hugging Face folder exports.
 #include "train/trainer.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -24,6 +25,7 @@
 #include "train/save_dir.h"
 #include "train/stop_signals.h"
 #include "train/train_loop.h"
+#include "zero/numa_tier.h"
 
 namespace tz {
 namespace {
@@ -196,8 +198,15 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
     log("checkpoints go to " + opt.save_dir + " (run " + (run_id.empty() ? "id none: its checkpoint predates run ids" : run_id) +
         (ckpt ? ", continued" : ", new") + ")");
   Run run(opt, comm, hooks, ckpt.get());
+  std::string numa_pages;  // where the numa:N tiers' pages are, asked of the kernel on every rank
+  on_every_rank(comm, "check that the numa tiers' pages are on their nodes",
+                [&] { numa_pages = check_numa_pages(*run.dev, run.plan); });
   if (comm.rank() == 0) {
     log(startup_line(opt, run.plan, comm.size()));
+    for (std::size_t at = 0, end; at < numa_pages.size(); at = end + 1) {
+      end = std::min(numa_pages.find('\n', at), numa_pages.size());
+      log("rank 0's " + numa_pages.substr(at, end - at));
+    }
     log(run.plan.table());
     if (!run.dev->pin_error().empty())
       log("the host tier is not locked in RAM (" + run.dev->pin_error() +

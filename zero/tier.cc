@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "core/error.h"
+#include "zero/numa_tier.h"
 
 namespace tz {
 namespace {
@@ -72,6 +73,7 @@ std::vector<Tier> tiers() {
 std::string tier_name(Tier t) { return tier_traits(t).name; }
 
 Tier parse_offload_device(const std::string& s, const std::string& what) {
+  if (const int node = parse_numa_name(s, what); node >= 0) return numa_tier(node);
   std::vector<std::string> names;
   for (Tier t : tiers()) {
     const TierTraits& tt = tier_traits(t);
@@ -83,7 +85,7 @@ Tier parse_offload_device(const std::string& s, const std::string& what) {
   std::string list;
   for (std::size_t i = 0; i < names.size(); ++i)
     list += (i == 0 ? "" : i + 1 == names.size() ? " or " : ", ") + names[i];
-  TZ_FAIL(what, " '", s, "' is not an offload device: use ", list);
+  TZ_FAIL(what, " '", s, "' is not an offload device: use ", list, ", or numa:N (NUMA node N's memory)");
 }
 
 MemoryKind tier_memory(Tier t) {

@@ -17,6 +17,7 @@
 #include "core/cuda/cuda_runtime.h"
 #include "core/cuda/cuda_stream.h"
 #include "core/error.h"
+#include "core/numa.h"
 #include "core/host_memory.h"
 
 namespace tz::cuda {
@@ -106,13 +107,14 @@ class PinnedAllocator final : public Allocator {
  public:
   PinnedAllocator(int gpu, std::size_t budget, MemoryKind kind = MemoryKind::pinned_host,
                   std::string name = "host")
-      : Allocator(kind, std::move(name), budget), gpu_(gpu) {}
+      : Allocator(kind, std::move(name), budget), gpu_(gpu), node_(host_pool_numa_node(kind)) {}
 
   Allocation allocate(std::size_t bytes, const std::string& what) override {
     Allocation a;
     a.reservation = budget().reserve(bytes, what);
     const std::size_t rounded = round_up(bytes, kDirectIoAlign);  // whole blocks for O_DIRECT
     CurrentGpu on(gpu_);
+    if (node_ >= 0) return allocate_on_node(std::move(a), rounded, what);
     const cudaError_t rc = cudaHostAlloc(&a.ptr, rounded, cudaHostAllocPortable);
     if (rc != cudaSuccess) {
       cudaGetLastError();
@@ -126,12 +128,36 @@ class PinnedAllocator final : public Allocator {
     return a;
   }
 
-  void deallocate(void* p, std::size_t) noexcept override {
+  void deallocate(void* p, std::size_t bytes) noexcept override {
+    if (node_ >= 0) {
+      if (cudaHostUnregister(p) != cudaSuccess) log_line("cudaHostUnregister of NUMA-bound host memory failed");
+      blocks_.remove(p);
+      unmap_node_memory(p, round_up(bytes, kDirectIoAlign));
+      return;
+    }
     if (cudaFreeHost(p) != cudaSuccess) log_line("cudaFreeHost of pinned host memory failed");
   }
 
+  std::vector<std::pair<const void*, std::size_t>> node_blocks() const override { return blocks_.list(); }
+
  private:
+  // A pool bound to a NUMA node: its own pages, bound before the first touch, then page-locked and
+  // registered with CUDA (cudaHostRegister faults them in, on the node).
+  Allocation allocate_on_node(Allocation a, std::size_t rounded, const std::string& what) {
+    a.ptr = map_node_memory(rounded, node_, what);
+    const cudaError_t rc = cudaHostRegister(a.ptr, rounded, cudaHostRegisterPortable);
+    if (rc != cudaSuccess) {
+      cudaGetLastError();
+      unmap_node_memory(a.ptr, rounded);
+      TZ_FAIL(describe_pinned_failure(rounded, what, rc));
+    }
+    blocks_.add(a.ptr, rounded);
+    return a;
+  }
+
   int gpu_;
+  int node_;  // the NUMA node a pool is bound to, or -1
+  NodeBlocks blocks_;
 };
 
 // Pageable host memory, page-aligned (so O_DIRECT works from it too); no budget of its own.
