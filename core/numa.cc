@@ -3,6 +3,8 @@
 
 #include <numa.h>
 #include <numaif.h>
+#include <omp.h>
+#include <sched.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -70,6 +72,12 @@ NumaNode numa_node(int id, const std::string& what) {
 }
 
 std::vector<int> nearest_cpus(int node) {
+  static std::mutex mu;
+  static auto* known = new std::map<int, std::vector<int>>;  // never destroyed
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (const auto it = known->find(node); it != known->end()) return it->second;
+  }
   const std::vector<NumaNode> nodes = numa_nodes();
   const auto self = std::find_if(nodes.begin(), nodes.end(), [&](const NumaNode& n) { return n.id == node; });
   if (self == nodes.end()) return {};
@@ -82,7 +90,33 @@ std::vector<int> nearest_cpus(int node) {
     if (!nodes[i].cpus.empty() && self->distances[i] == best)
       cpus.insert(cpus.end(), nodes[i].cpus.begin(), nodes[i].cpus.end());
   std::sort(cpus.begin(), cpus.end());
+  std::lock_guard<std::mutex> lock(mu);
+  known->emplace(node, cpus);
   return cpus;
+}
+
+OmpTeamOnCpus::OmpTeamOnCpus(const std::vector<int>& cpus) {
+  cpu_set_t allowed, target;
+  CPU_ZERO(&target);
+  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return;
+  int in = 0;
+  for (int c : cpus)
+    if (c >= 0 && c < CPU_SETSIZE && CPU_ISSET(c, &allowed)) CPU_SET(c, &target), ++in;
+  if (in == 0 || in == CPU_COUNT(&allowed)) return;  // nothing to narrow
+  const int team = omp_get_max_threads();
+  saved_.assign(std::size_t(team), std::vector<unsigned char>(sizeof(cpu_set_t)));
+#pragma omp parallel num_threads(team)
+  {
+    auto* mine = reinterpret_cast<cpu_set_t*>(saved_[std::size_t(omp_get_thread_num())].data());
+    sched_getaffinity(0, sizeof(cpu_set_t), mine);
+    sched_setaffinity(0, sizeof target, &target);
+  }
+}
+
+OmpTeamOnCpus::~OmpTeamOnCpus() {
+  if (saved_.empty()) return;
+#pragma omp parallel num_threads(int(saved_.size()))
+  sched_setaffinity(0, sizeof(cpu_set_t), reinterpret_cast<const cpu_set_t*>(saved_[std::size_t(omp_get_thread_num())].data()));
 }
 
 void bind_memory_to_node(void* p, std::size_t bytes, int node, const std::string& what) {

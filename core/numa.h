@@ -27,8 +27,24 @@ std::vector<NumaNode> numa_nodes(std::string* why = nullptr);
 NumaNode numa_node(int id, const std::string& what);
 
 // The CPUs nearest to a node's memory: its own, or, for a memory-only node, those of the nodes at the
-// least distance from it.
+// least distance from it. Asked of the kernel once per node and kept.
 std::vector<int> nearest_cpus(int node);
+
+// While it lives, the calling thread and the OpenMP team's threads run on `cpus` (those of them the process
+// may use); each thread gets its own mask back when it ends. Inactive (changes nothing) when `cpus` holds
+// every CPU the calling thread may use, or none of them. The CPU Adam updates a numa:N tier's states under
+// one of these, with the node's nearest_cpus.
+class OmpTeamOnCpus {
+ public:
+  explicit OmpTeamOnCpus(const std::vector<int>& cpus);
+  ~OmpTeamOnCpus();
+  OmpTeamOnCpus(const OmpTeamOnCpus&) = delete;
+  OmpTeamOnCpus& operator=(const OmpTeamOnCpus&) = delete;
+  bool active() const { return !saved_.empty(); }
+
+ private:
+  std::vector<std::vector<unsigned char>> saved_;  // each team thread's cpu_set_t, by thread number
+};
 
 // Binds [p, p + bytes) (page-aligned, not yet touched) to `node` with MPOL_BIND: every page faulted in
 // afterwards comes from that node or the fault fails. Throws naming `what` and the node.

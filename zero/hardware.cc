@@ -151,7 +151,18 @@ nlohmann::json Hardware::to_json() const {
           {"nvme_write_gbs", nvme_write_gbs},
           {"intra_gbs", intra_gbs},
           {"inter_gbs", inter_gbs},
-          {"latency_us", latency_us}};
+          {"latency_us", latency_us},
+          {"numa", [&] {
+             nlohmann::json a = nlohmann::json::array();
+             for (const NumaRates& r : numa) a.push_back({{"node", r.node}, {"read_gbs", r.read_gbs}, {"write_gbs", r.write_gbs}});
+             return a;
+           }()}};
+}
+
+const NumaRates* Hardware::numa_rates(int node) const {
+  for (const NumaRates& r : numa)
+    if (r.node == node) return &r;
+  return nullptr;
 }
 
 Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
@@ -218,6 +229,30 @@ Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
   h.intra_gbs = num("intra_gbs", 0, kMaxRate);
   h.inter_gbs = num("inter_gbs", 0, kMaxRate);
   h.latency_us = num("latency_us", 0, 1e9);
+  if (j.contains("numa")) {  // since issue 20; optional
+    TZ_CHECK(j["numa"].is_array(), src, ": hardware field 'numa' must be a list of {\"node\": N, \"read_gbs\": R, \"write_gbs\": W}");
+    for (const nlohmann::json& e : j["numa"]) {
+      TZ_CHECK(e.is_object(), src, ": each entry of hardware field 'numa' must be {\"node\": N, \"read_gbs\": R, \"write_gbs\": W}");
+      auto field = [&](const char* key, double hi) {
+        TZ_CHECK(e.contains(key) && e[key].is_number(), src, ": hardware field 'numa' entry ", e.dump(), ": '", key,
+                 "' is missing or not a number");
+        const double v = e[key].get<double>();
+        TZ_CHECK(std::isfinite(v) && v >= 0 && v <= hi, src, ": hardware field 'numa' entry ", e.dump(), ": '", key,
+                 "' must be a number in [0, ", shown(hi), "], got ", v);
+        return v;
+      };
+      NumaRates r;
+      const double node = field("node", 1023);
+      TZ_CHECK(node == std::floor(node), src, ": hardware field 'numa': node ", node, " is not a whole number");
+      r.node = int(node);
+      r.read_gbs = field("read_gbs", kMaxRate);
+      r.write_gbs = field("write_gbs", kMaxRate);
+      TZ_CHECK(r.read_gbs > 0 && r.write_gbs > 0, src, ": hardware field 'numa': node ", r.node,
+               " needs read_gbs and write_gbs above 0");
+      TZ_CHECK(!h.numa_rates(r.node), src, ": hardware field 'numa' gives node ", r.node, " twice");
+      h.numa.push_back(r);
+    }
+  }
   return h;
 }
 

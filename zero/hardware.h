@@ -13,6 +13,15 @@
 
 namespace tz {
 
+// A NUMA node's memory as the CPU Adam streams it (a CXL expander or a CPU-less node behind a numa:N
+// tier): GB/s read and written by the node's nearest CPUs, per node (hardware file key "numa":
+// [{"node": N, "read_gbs": R, "write_gbs": W}], written by `tierzero bench calibrate`).
+struct NumaRates {
+  int node = 0;
+  double read_gbs = 0, write_gbs = 0;
+  bool operator==(const NumaRates&) const = default;
+};
+
 struct Hardware {
   std::string name, source;
   // The device each rank trains on; its traits say whether it is the host (CPU training: device copies are
@@ -39,6 +48,9 @@ struct Hardware {
   double intra_gbs = 0;      // collective bus bandwidth per rank inside a node
   double inter_gbs = 0;      // per rank between nodes
   double latency_us = 0;     // fixed cost of one collective
+  std::vector<NumaRates> numa;  // per NUMA node; none: a numa:N tier gets the CPU Adam's rate
+
+  const NumaRates* numa_rates(int node) const;  // nullptr when not given
 
   double step_rate(DType dt) const;  // step_tflops for a working dtype; throws when not supported
   nlohmann::json to_json() const;

@@ -2,10 +2,13 @@
 #include "zero/optimizer_step.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "core/error.h"
 #include "core/host_ops.h"
+#include "core/numa.h"
 #include "zero/group_adam.h"
+#include "zero/numa_tier.h"
 
 namespace tz {
 namespace {
@@ -237,7 +240,13 @@ void OptimizerStep::update_on_host(GroupState& g, std::size_t begin, std::size_t
   std::uint8_t* out = g.params.in_host_memory() ? g.params_at(lo)
                       : g.params.in_file()        ? static_cast<std::uint8_t*>(param_swap_->writeback_buffer())
                                                   : stage_params_.data();
-  group_adamw(*g.spec, lo, n, p, m, v, gr, out, g.working, adam, wd);
+  {
+    // States on a numa:N tier are updated in place by threads on the node's nearest CPUs.
+    const int node = tier_numa_node(gp.master_home);
+    std::optional<OmpTeamOnCpus> near;
+    if (node >= 0) near.emplace(nearest_cpus(node));
+    group_adamw(*g.spec, lo, n, p, m, v, gr, out, g.working, adam, wd);
+  }
   // Staged arrays go back up, the working params to where they live.
   bool up = false;
   if (!optimizer_swap_) {  // states streamed from NVMe go back through the swapper's ring

@@ -3,9 +3,12 @@
 
 #include <algorithm>
 #include <cstring>
+#include <optional>
 
 #include "core/error.h"
+#include "core/numa.h"
 #include "zero/group_adam.h"
+#include "zero/numa_tier.h"
 
 namespace tz {
 namespace {
@@ -159,6 +162,9 @@ void SpeculativeAdam::update(const Task& t) {
   std::memcpy(saved(t.g, 2), g.v.data(), count * sizeof(float));
   const bool host_params = g.params.in_host_memory();
   if (host_params) std::memcpy(saved_working(t.g), g.params_at(gp.opt_range.offset), count * es);
+  const int node = tier_numa_node(gp.master_home);  // a numa:N tier: on the node's nearest CPUs
+  std::optional<OmpTeamOnCpus> near;
+  if (node >= 0) near.emplace(nearest_cpus(node));
   for (std::size_t b = 0; b < count; b += plan_.update_chunk) {
     const std::size_t n = std::min(plan_.update_chunk, count - b), lo = gp.opt_range.offset + b;
     std::uint8_t* out = host_params ? g.params_at(lo) : saved_working(t.g) + b * es;

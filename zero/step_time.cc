@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "core/error.h"
+#include "zero/numa_tier.h"
 #include "zero/speculative_adam.h"
 
 namespace tz {
@@ -128,18 +129,39 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
   // up to that backward's length, in steps that need no clipping.
   const std::vector<bool> covered = SpeculativeAdam::covered(plan.optimizer());
   const double save_factor = 1.0 + 2.0 * (12.0 + wbytes) / (28.0 + wbytes);
+  // States on a numa:N tier: the CPU Adam reads and writes their 12 bytes per element at the node's
+  // rates (shared by the node's ranks), when those are slower than its own stream. Reads and writes
+  // overlap (a CXL link is full duplex): the slower direction sets the node's time.
+  std::string numa_note;
+  auto node_rates = [&](Tier t) -> const NumaRates* {
+    const int node = tier_numa_node(t);
+    if (node < 0) return nullptr;
+    const NumaRates* r = hw.numa_rates(node);
+    const std::string note = r ? tier_name(t) + " read " + std::to_string(int(r->read_gbs)) + ", written " +
+                                     std::to_string(int(r->write_gbs)) + " GB/s"
+                               : tier_name(t) + " at the CPU Adam's rate (the hardware gives no rates for node " +
+                                     std::to_string(node) + ")";
+    if (numa_note.find(note) == std::string::npos) numa_note += (numa_note.empty() ? "" : "; ") + note;
+    return r;
+  };
+  auto host_adam_s = [&](const GroupPlacement& gp, double bytes, double opt) {
+    double t = bytes / adam_rate;
+    if (const NumaRates* r = node_rates(gp.master_home))
+      t = std::max({t, opt * 12 / (r->read_gbs * 1e9 / rpn), opt * 12 / (r->write_gbs * 1e9 / rpn)});
+    return t;
+  };
   for (int g = 0; g < plan.map.groups(); ++g) {
     const GroupPlacement& gp = pl.groups[g];
     const double shard = double(plan.map.group(g).shard_count), opt = double(gp.opt_range.count);
     const double adam_bytes = opt * (28.0 + wbytes);
     if (in_host_memory(gp.update_on) && can_hide && covered[g]) {
-      spec_adam += save_factor * adam_bytes / adam_rate;
+      spec_adam += save_factor * host_adam_s(gp, adam_bytes, opt);
       // Sharded gradients come down every micro-step; at stages 0-1 the reduced gradient stays on the
       // device and the optimizer stages its range down once.
       down += (in_host_memory(gp.grad_home) && gp.grads_sharded ? accum * shard : opt) * 4;
       if (on_device(gp.params_home)) up += opt * wbytes;
     } else if (in_host_memory(gp.update_on)) {
-      host_adam += adam_bytes / adam_rate;
+      host_adam += host_adam_s(gp, adam_bytes, opt);
       // Sharded gradients come down every micro-step; at stages 0-1 the reduced gradient stays on the
       // device and the optimizer stages its range down once.
       down += (in_host_memory(gp.grad_home) && gp.grads_sharded ? accum * shard : opt) * 4;
@@ -148,7 +170,10 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
       dev_adam += adam_bytes / (hw.device_gbs * 1e9 / share);
     }
     if (in_file(gp.master_home)) nvme_opt_rw += opt * 12;
-    if (in_host_memory(gp.params_home)) fetch_micro += 2 * shard * wbytes / link;
+    if (in_host_memory(gp.params_home)) {
+      const NumaRates* r = node_rates(gp.params_home);
+      fetch_micro += 2 * shard * wbytes / (r ? std::min(link, r->read_gbs * 1e9 / rpn) : link);
+    }
     if (in_file(gp.params_home)) {
       nvme_fetch_micro += 2 * shard * wbytes / (hw.nvme_read_gbs * 1e9 / rpn);
       nvme_param_write += shard * wbytes / (hw.nvme_write_gbs * 1e9 / rpn);
@@ -164,7 +189,8 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
                   gb(down).c_str(), gb(up).c_str(), ms(fetch_micro).c_str(), hw.link_gbs);
     host.detail = b;
   }
-  const double nvme_io = nvme_opt_rw / (hw.nvme_read_gbs * 1e9 / rpn) + nvme_opt_rw / (hw.nvme_write_gbs * 1e9 / rpn);
+  const double nvme_io = nvme_opt_rw == 0 ? 0.0  // no NVMe states (and perhaps no NVMe rates: not 0/0)
+                                          : nvme_opt_rw / (hw.nvme_read_gbs * 1e9 / rpn) + nvme_opt_rw / (hw.nvme_write_gbs * 1e9 / rpn);
   // NVMe states stream through the CPU Adam sub-group by sub-group: the slower of the two sets the pace,
   // except on a CPU, where the I/O thread and its checksums take the cores the Adam runs on.
   const double optimizer_s =
@@ -181,6 +207,7 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
       std::snprintf(b + n, sizeof b - std::size_t(n), "; speculative CPU Adam %s behind a %s backward",
                     ms(spec_adam).c_str(), ms(backward_s).c_str());
     optim.detail = b;
+    if (!numa_note.empty()) optim.detail += "; " + numa_note;
   }
   StepTerm nvme{"nvme parameters", nvme_fetch_micro * accum + nvme_param_write, 0, ""};
   nvme.exposed = std::max(0.0, nvme_fetch_micro - (prefetch ? micro_compute : 0)) * accum + nvme_param_write;

@@ -4,6 +4,8 @@
 // gives a device allocator whose blocks are bound and listed, and the --numa-mem parser.
 #include <gtest/gtest.h>
 
+#include <sched.h>
+
 #include <cstring>
 
 #include "core/allocator.h"
@@ -76,6 +78,42 @@ TEST(Numa, APoolBoundToNode0GivesAnAllocatorWhoseBlocksAreListedAndOnNode0) {
   a.deallocate(x.ptr, 300'000);
   EXPECT_TRUE(a.node_blocks().empty());
   EXPECT_TRUE(dev->allocator(MemoryKind::pinned_host).node_blocks().empty());
+}
+
+// The CPU Adam's scope for a numa:N tier: narrowed to one CPU, every thread of the team runs there and
+// gets its own mask back afterwards; given every allowed CPU (a one-node machine), it changes nothing.
+TEST(Numa, AnOmpTeamOnCpusRunsThereAndPutsEveryThreadBack) {
+  cpu_set_t before;
+  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
+  std::vector<int> allowed;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &before)) allowed.push_back(c);
+  {
+    OmpTeamOnCpus all(allowed);
+    EXPECT_FALSE(all.active());
+  }
+  if (allowed.size() < 2) GTEST_SKIP() << "one CPU: nothing to narrow";
+  const int one = allowed.back();
+  {
+    OmpTeamOnCpus near({one});
+    EXPECT_TRUE(near.active());
+    int off = 0;
+#pragma omp parallel reduction(+ : off)
+    {
+      cpu_set_t m;
+      sched_getaffinity(0, sizeof m, &m);
+      off += CPU_COUNT(&m) != 1 || !CPU_ISSET(one, &m) || sched_getcpu() != one;
+    }
+    EXPECT_EQ(off, 0);
+  }
+  int changed = 0;
+#pragma omp parallel reduction(+ : changed)
+  {
+    cpu_set_t m;
+    sched_getaffinity(0, sizeof m, &m);
+    changed += !CPU_EQUAL(&m, &before);
+  }
+  EXPECT_EQ(changed, 0);
 }
 
 TEST(Numa, NumaMemParsesNodeSizePairsAndRefusesTheRest) {

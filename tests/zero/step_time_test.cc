@@ -8,6 +8,8 @@
 #include <cmath>
 
 #include "core/error.h"
+#include "tests/common/error_message.h"
+#include "zero/numa_tier.h"
 
 namespace tz {
 namespace {
@@ -153,6 +155,73 @@ TEST(StepTime, OffloadAddsTheCpuAdamTheLinkAndNvmeTraffic) {
   EXPECT_NEAR(term(q, "optimizer").seconds, std::max(io, opt * 32 / (40e9 / 4)), 1e-12);
   h.nvme_read_gbs = 0;
   EXPECT_THROW(predict_step(plan_memory(in), h, 1), Error) << "no NVMe rate: no prediction";
+}
+
+// States on a numa:N tier: the CPU Adam reads and writes their 12 bytes per element at the node's rates
+// (the node's, over its 4 ranks; the slower direction sets the pace) when that is slower than its own stream; with no rates given for the
+// node, the host tier's prediction, and the detail says so. Stage 3's parameter fetches from the node go
+// at the slower of the link and the node's read rate.
+TEST(StepTime, ANumaTierCostsTheNodesRatesWhenTheyAreSlowerThanTheCpuAdam) {
+  Hardware h = simple();
+  const Tier n1 = numa_tier(1);
+  PlanInputs in = tiny(2, 4);
+  in.offload.optimizer = Tier::host;
+  const StepPrediction host = predict_step(plan_memory(in), h, 1);
+  in.offload.optimizer = n1;
+  const MemoryPlan plan = plan_memory(in);
+  double opt = 0;
+  for (const auto& g : plan.placement.groups) opt += double(g.opt_range.count);
+  const StepPrediction unknown = predict_step(plan, h, 1);
+  EXPECT_DOUBLE_EQ(term(unknown, "optimizer").seconds, term(host, "optimizer").seconds);
+  EXPECT_NE(term(unknown, "optimizer").detail.find("numa:1 at the CPU Adam's rate (the hardware gives no rates for node 1)"),
+            std::string::npos) << term(unknown, "optimizer").detail;
+  h.numa = {{1, 2, 1}};  // 2 GB/s read, 1 written: slower than the Adam's 40
+  const StepPrediction slow = predict_step(plan, h, 1);
+  EXPECT_NEAR(term(slow, "optimizer").seconds, opt * 12 / (1e9 / 4), 1e-12);  // the slower direction
+  EXPECT_NE(term(slow, "optimizer").detail.find("numa:1 read 2, written 1 GB/s"), std::string::npos);
+  h.numa = {{1, 400, 400}};  // faster than the Adam's stream: the Adam sets the pace
+  EXPECT_DOUBLE_EQ(term(predict_step(plan, h, 1), "optimizer").seconds, term(host, "optimizer").seconds);
+  h.numa = {{1, 2, 1}};
+  PlanInputs p3 = tiny(3, 4);
+  p3.offload.param = Tier::host;
+  const double host_fetch = term(predict_step(plan_memory(p3), h, 1), "host <-> device").seconds;
+  p3.offload.param = n1;
+  const double numa_fetch = term(predict_step(plan_memory(p3), h, 1), "host <-> device").seconds;
+  EXPECT_NEAR(numa_fetch, host_fetch * 10 / (2.0 / 4), 1e-9 * host_fetch) << "fetches at 0.5 GB/s, not the link's 10";
+}
+
+// Hardware files carry per-node rates as "numa": [{"node", "read_gbs", "write_gbs"}]; bad entries are
+// refused naming the field.
+TEST(StepTime, HardwareFilesCarryNumaRatesAndRefuseBadOnes) {
+  Hardware h = simple();
+  h.numa = {{0, 30.5, 20.25}, {2, 5, 4}};
+  const Hardware r = Hardware::from_json(h.to_json(), "hw.json");
+  EXPECT_EQ(r.numa, h.numa);
+  ASSERT_NE(r.numa_rates(2), nullptr);
+  EXPECT_EQ(r.numa_rates(2)->write_gbs, 4);
+  EXPECT_EQ(r.numa_rates(1), nullptr);
+  nlohmann::json j = h.to_json();
+  j.erase("numa");
+  EXPECT_TRUE(Hardware::from_json(j, "old.json").numa.empty()) << "files from before issue 20 still load";
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {R"({"node": 0, "read_gbs": 1})", "'write_gbs' is missing"},
+      {R"({"node": 0.5, "read_gbs": 1, "write_gbs": 1})", "node 0.5 is not a whole number"},
+      {R"({"node": 2000, "read_gbs": 1, "write_gbs": 1})", "'node' must be a number in [0, 1023]"},
+      {R"({"node": 0, "read_gbs": 0, "write_gbs": 1})", "needs read_gbs and write_gbs above 0"},
+      {R"({"node": 0, "read_gbs": -1, "write_gbs": 1})", "'read_gbs' must be a number"},
+      {R"([1, 2])", "must be {\"node\""},
+  };
+  for (const auto& [entry, want] : bad) {
+    j["numa"] = nlohmann::json::array({nlohmann::json::parse(entry)});
+    const std::string m = testing::error_message([&] { Hardware::from_json(j, "hw.json"); });
+    EXPECT_NE(m.find("hw.json: "), std::string::npos) << m;
+    EXPECT_NE(m.find(want), std::string::npos) << entry << ": " << m;
+  }
+  j["numa"] = nlohmann::json::array({{{"node", 1}, {"read_gbs", 1}, {"write_gbs", 1}}, {{"node", 1}, {"read_gbs", 2}, {"write_gbs", 2}}});
+  EXPECT_NE(testing::error_message([&] { Hardware::from_json(j, "hw.json"); }).find("gives node 1 twice"), std::string::npos);
+  j["numa"] = 3;
+  EXPECT_NE(testing::error_message([&] { Hardware::from_json(j, "hw.json"); }).find("hardware field 'numa' must be a list"),
+            std::string::npos);
 }
 
 // The host <-> device term with the optimizer on the host: at stage 1 the reduced gradient stays on the
