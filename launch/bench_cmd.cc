@@ -20,6 +20,7 @@
 #include "perf/calibrate.h"
 #include "perf/comm_bench.h"
 #include "perf/io_bench.h"
+#include "perf/numa_bench.h"
 #include "perf/offload_bench.h"
 #include "perf/step_bench.h"
 
@@ -312,7 +313,8 @@ struct CalibrateFlags {
 po::options_description bench_calibrate_options(CalibrateFlags& f) {
   po::options_description desc(
       "tierzero bench calibrate: measure this machine's rates for `tierzero plan --hardware local` (compute "
-      "of a training step per dtype, CPU Adam, host copies, NVMe with --nvme-path, collectives under mpirun)\n\nflags");
+      "of a training step per dtype, CPU Adam, host copies, each NUMA node's memory, NVMe with --nvme-path, "
+      "collectives under mpirun)\n\nflags");
   add_model_flags(desc, f.mf);
   desc.add_options()("help,h", "print this help")(
       "micro-batch", po::value(&f.o.micro_batch)->default_value(f.o.micro_batch), "sequences per step")(
@@ -356,12 +358,52 @@ int bench_calibrate(const std::vector<std::string>& args) {
 
 }  // namespace
 
+struct NumaFlags {
+  NumaBenchOptions o;
+  std::string bytes = "256M";
+  bool json = false;
+};
+
+po::options_description bench_numa_options(NumaFlags& f) {
+  po::options_description desc(
+      "tierzero bench numa: each NUMA node's memory as a numa:N tier uses it. Per node, with buffers bound\n"
+      "to the node and the OpenMP team on the node's nearest CPUs (as the CPU Adam runs there): read and\n"
+      "write GB/s of a sum and a fill (the limit, and what `bench calibrate` records per node), and the CPU\n"
+      "Adam's GB/s (32 bytes per element) with master, m and v on the node and the gradient and working copy\n"
+      "in ordinary memory, next to the same Adam all in ordinary memory. Medians; prints the ISA.\n\nflags");
+  desc.add_options()
+      ("help,h", "print this help")
+      ("bytes", po::value(&f.bytes)->default_value(f.bytes),
+       "stream buffer per node (less where the node has less than 4x free), e.g. 1G")
+      ("adam-elements", po::value(&f.o.adam_elements)->default_value(f.o.adam_elements),
+       "optimizer elements of the Adam run per node (3 x 4 bytes each on the node)")
+      ("reps", po::value(&f.o.reps)->default_value(f.o.reps), "timed repetitions (medians), after one untimed")
+      ("json", po::bool_switch(&f.json), "print one JSON object instead of the table");
+  return desc;
+}
+
+int bench_numa(const std::vector<std::string>& args) {
+  NumaFlags f;
+  po::options_description desc = bench_numa_options(f);
+  po::variables_map vm;
+  if (!parse_args(args, desc, vm, "bench numa")) return 0;
+  f.o.stream_bytes = parse_bytes(f.bytes);
+  TZ_CHECK(f.o.stream_bytes >= (std::size_t(16) << 20) && f.o.stream_bytes <= (std::size_t(1) << 40),
+           "--bytes must be from 16M to 1T, got ", f.bytes);
+  TZ_CHECK(f.o.adam_elements >= 1 && f.o.adam_elements <= (std::size_t(1) << 36), "--adam-elements must be from 1 to 2^36");
+  TZ_CHECK(f.o.reps >= 1 && f.o.reps <= 1000, "--reps must be from 1 to 1000, got ", f.o.reps);
+  const nlohmann::json r = run_numa_bench(f.o, f.json);
+  if (f.json) std::cout << r.dump() << "\n";
+  return r["rows"].empty() ? 77 : 0;  // no NUMA node here: skipped
+}
+
 std::vector<FlagTable> bench_flag_tables() {
   return {flag_table("bench step", bench_step_options),
           flag_table("bench comm", bench_comm_options),
           flag_table("bench adam", bench_adam_options),
           flag_table("bench io", bench_io_options),
           flag_table("bench offload", bench_offload_options),
+          flag_table("bench numa", bench_numa_options),
           flag_table("bench calibrate", bench_calibrate_options)};
 }
 
@@ -373,6 +415,7 @@ int bench_command(const std::vector<std::string>& args) {
                 "  adam   CPU Adam: ms and GB/s per step next to the access-pattern limit\n"
                 "  io     NVMe store sequential write/read GB/s (io_uring, O_DIRECT, checksums) next to fio\n"
                 "  offload  optimizer step over an NVMe shard, pipelined, vs max(IO alone, Adam alone)\n"
+                "  numa   each NUMA node's read/write GB/s and the CPU Adam on states there, vs host memory\n"
                 "  gpu-matmul     cuda gemm on a gpt2-xl step's shapes: TFLOP/s next to the bf16 dense peak\n"
                 "  gpu-attention  cuda attention forward + backward: TFLOP/s next to the bf16 dense peak\n"
                 "  gpu-copy       host <-> device GB/s, pinned and pageable, next to the PCIe link\n"
@@ -388,12 +431,13 @@ int bench_command(const std::vector<std::string>& args) {
   if (args[0] == "adam") return bench_adam(rest);
   if (args[0] == "io") return bench_io(rest);
   if (args[0] == "offload") return bench_offload(rest);
+  if (args[0] == "numa") return bench_numa(rest);
   if (args[0] == "gpu-matmul") return bench_gpu_matmul(rest);
   if (args[0] == "gpu-attention") return bench_gpu_attention(rest);
   if (args[0] == "gpu-copy") return bench_gpu_copy(rest);
   if (args[0] == "mfu") return bench_mfu(rest);
   TZ_FAIL("unknown benchmark '", args[0],
-          "': use step, comm, adam, io, offload, calibrate, gpu-matmul, gpu-attention, gpu-copy or mfu (see tierzero "
+          "': use step, comm, adam, io, offload, numa, calibrate, gpu-matmul, gpu-attention, gpu-copy or mfu (see tierzero "
           "bench --help)");
 }
 

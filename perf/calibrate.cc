@@ -13,10 +13,10 @@
 #include "comm/mpi_comm.h"
 #include "core/device.h"
 #include "core/error.h"
-#include "core/numa.h"
 #include "perf/adam_bench.h"
 #include "perf/comm_bench.h"
 #include "perf/io_bench.h"
+#include "perf/numa_bench.h"
 #include "perf/step_bench.h"
 #include "perf/timing.h"
 #include "zero/step_time.h"
@@ -39,38 +39,6 @@ double copy_gbs() {
     if (i) t.push_back(std::chrono::duration<double>(bench::Clock::now() - t0).count());
   }
   return double(a.bytes()) / bench::median(t) / 1e9;
-}
-
-// Each NUMA node's memory as the CPU Adam streams it: GB/s of a sum over (read) and a fill of (write) a
-// 256 MiB buffer bound to the node, by the OpenMP team on the node's nearest CPUs; medians of 5.
-std::vector<NumaRates> numa_rates() {
-  std::vector<NumaRates> out;
-  for (const NumaNode& node : numa_nodes()) {
-    const std::size_t bytes = std::min<std::size_t>(std::size_t(256) << 20, node.mem_free_bytes / 4 / 4096 * 4096);
-    if (bytes < (std::size_t(16) << 20)) continue;  // too little free to measure
-    const std::size_t n = bytes / sizeof(float);
-    auto* a = static_cast<float*>(map_node_memory(bytes, node.id, "calibrate numa node " + std::to_string(node.id)));
-    OmpTeamOnCpus near(nearest_cpus(node.id));
-    std::vector<double> rd, wr;
-    double sink = 0;
-    for (int i = 0; i < 6; ++i) {
-      auto t0 = bench::Clock::now();
-#pragma omp parallel for schedule(static)
-      for (std::size_t k = 0; k < n; ++k) a[k] = float(i);
-      const double w = std::chrono::duration<double>(bench::Clock::now() - t0).count();
-      t0 = bench::Clock::now();
-      float sum = 0;  // simd: the reduction vectorises (lanes added in any order), as a stream read should
-#pragma omp parallel for simd schedule(static) reduction(+ : sum)
-      for (std::size_t k = 0; k < n; ++k) sum += a[k];
-      const double r = std::chrono::duration<double>(bench::Clock::now() - t0).count();
-      sink += sum;
-      if (i) wr.push_back(w), rd.push_back(r);  // the first fill faults the pages in
-    }
-    unmap_node_memory(a, bytes);
-    TZ_CHECK(sink >= 0, "calibrate: the numa read sum went negative");
-    out.push_back({node.id, double(bytes) / bench::median(rd) / 1e9, double(bytes) / bench::median(wr) / 1e9});
-  }
-  return out;
 }
 
 }  // namespace
@@ -124,8 +92,11 @@ Hardware calibrate(const CalibrateOptions& opt, Communicator* comm, bool quiet) 
   h.cpu_adam_gbs = adam["rows"][0]["gb_per_s"].get<double>() * ranks;
   h.device_gbs = h.cpu_adam_gbs;  // on a CPU the device AdamW is the same CPU Adam
   h.link_gbs = copy_gbs();
-  h.numa = numa_rates();
-  for (NumaRates& r : h.numa) r.read_gbs *= ranks, r.write_gbs *= ranks;  // every rank measured at once
+  // Each NUMA node's stream rates (`tierzero bench numa`), every rank measuring at once.
+  NumaBenchOptions no;
+  no.adam = false;
+  for (const auto& r : run_numa_bench(no, true)["rows"])
+    h.numa.push_back({r["node"].get<int>(), r["read_gbs"].get<double>() * ranks, r["write_gbs"].get<double>() * ranks});
   if (!opt.nvme_path.empty() && lead) {
     IoBenchOptions io;
     io.path = opt.nvme_path;
