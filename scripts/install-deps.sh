@@ -6,7 +6,9 @@ if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 export DEBIAN_FRONTEND=noninteractive
 # ccache: the compiler cache scripts/build.sh and scripts/test.sh use (scripts/compiler_cache.sh).
 # The GPU bundle (scripts/gpu-bundle.sh) needs patchelf and xz; its rehearsal on a bare root
-# (scripts/gpu-bundle-rehearse.sh) debootstrap. The PyTorch peer's test at a tiny size needs Debian's torch
+# (scripts/gpu-bundle-rehearse.sh) debootstrap. The NUMA tier's check on a two-node guest
+# (perf/scripts/numa_qemu.sh) boots Debian's kernel (linux-image-amd64) under qemu-system-x86 from a
+# cpio root. The PyTorch peer's test at a tiny size needs Debian's torch
 # (libopenblas0-pthread: without it torch falls back to the reference BLAS, ~50x slower).
 # The launch tests (tests/launch/cluster/) need a real Slurm with PMIx and the tools that simulate two
 # hosts (ip, nsenter, unshare). They start their own munged, slurmctld and slurmd with a config of their
@@ -26,6 +28,7 @@ $SUDO apt-get install -y -q --no-install-recommends \
   libgtest-dev libgmock-dev \
   base-files jq \
   patchelf xz-utils debootstrap \
+  qemu-system-x86 linux-image-amd64 cpio \
   python3-torch libopenblas0-pthread \
   slurmctld slurmd slurm-client munge libpmix-dev iproute2 util-linux bc
 if ((${#new_services[@]})) && [ -d /run/systemd/system ]; then
