@@ -7,7 +7,9 @@
 #   1. tierzero doctor: both nodes, node 1 with no CPUs;
 #   2. core_numa_test: memory bound to each node has every touched page there (move_pages);
 #   3. tierzero train (tiny, ZeRO stage 2, bf16, 6 steps) with the optimizer states on the host tier and
-#      on numa:1: the same losses bit for bit, and the kernel finds every page checked on node 1;
+#      on numa:1: the same losses bit for bit, and the kernel finds every page checked on node 1; the same
+#      for two nodes in one run (stage 3: optimizer states on numa:1, parameter shards on numa:0) and for
+#      half the optimizer states on numa:1 (--offload-ratio 0.5);
 #   4. tierzero bench numa: each node's read and write GB/s and the CPU Adam on states there (under
 #      software emulation these are the emulator's rates, not the hardware's).
 # The guest's console is printed; the script ends with one line: PASS (exit 0) or FAIL: why (exit 1); 77
@@ -81,13 +83,13 @@ echo "=== doctor"
 echo "=== core_numa_test"
 ./core_numa_test --gtest_brief=1 2>&1 | tail -n 4
 echo "core_numa_test exit $?"
-args=(train --model tiny --steps 6 --zero-stage 2 --dtype bf16 --lr 1e-3 --log-every 1 --val-batches 1)
+args=(train --model tiny --steps 6 --dtype bf16 --lr 1e-3 --log-every 1 --val-batches 1)
 echo "=== train, optimizer on the host tier"
-./tierzero "${args[@]}" --offload-optimizer cpu > /tmp/cpu.log 2>&1
+./tierzero "${args[@]}" --zero-stage 2 --offload-optimizer cpu > /tmp/cpu.log 2>&1
 echo "host-tier run: exit $?"
 grep -E "^step" /tmp/cpu.log
 echo "=== train, optimizer on numa:1"
-./tierzero "${args[@]}" --offload-optimizer numa:1 --numa-mem 1=64M > /tmp/numa.log 2>&1
+./tierzero "${args[@]}" --zero-stage 2 --offload-optimizer numa:1 --numa-mem 1=64M > /tmp/numa.log 2>&1
 echo "numa:1 run: exit $?"
 grep -E "numa:1|^step|does not fit|error" /tmp/numa.log
 # step, loss and norm of each step line (its times differ)
@@ -100,6 +102,30 @@ if [ -s /tmp/cpu.losses ] && cmp -s /tmp/cpu.losses /tmp/numa.losses; then
 else
   echo "losses: DIFFER"; paste /tmp/cpu.losses /tmp/numa.losses
 fi
+# Two nodes in one run, and the ratio flags: each against the same run on the host tier.
+pair() {  # pair NAME HOST-FLAGS -- NUMA-FLAGS: "NAME: equal, N steps" or "NAME: DIFFER"
+  local name=$1 host=() numa=()
+  shift
+  while [ "$1" != -- ]; do host+=("$1"); shift; done
+  shift
+  numa=("$@")
+  ./tierzero "${args[@]}" "${host[@]}" > /tmp/h.log 2>&1 || { echo "$name: the host run failed"; tail -3 /tmp/h.log; return; }
+  ./tierzero "${args[@]}" "${numa[@]}" > /tmp/n.log 2>&1 || { echo "$name: the numa run failed"; tail -3 /tmp/n.log; return; }
+  grep "pages checked on node" /tmp/n.log
+  grep -E '^step +[0-9]+/|val loss' /tmp/h.log | awk -F'|' '{ print $1 $2 $4 }' > /tmp/h.losses
+  grep -E '^step +[0-9]+/|val loss' /tmp/n.log | awk -F'|' '{ print $1 $2 $4 }' > /tmp/n.losses
+  if [ -s /tmp/h.losses ] && cmp -s /tmp/h.losses /tmp/n.losses; then
+    echo "$name: equal, $(wc -l < /tmp/h.losses) lines"
+  else
+    echo "$name: DIFFER"; paste /tmp/h.losses /tmp/n.losses
+  fi
+}
+echo "=== stage 3: optimizer on numa:1, parameters on numa:0"
+pair "two nodes" --zero-stage 3 --param-persistence-threshold 0 --offload-optimizer cpu --offload-param cpu -- \
+  --zero-stage 3 --param-persistence-threshold 0 --offload-optimizer numa:1 --offload-param numa:0 --numa-mem 0=64M,1=64M
+echo "=== half the optimizer states on numa:1"
+pair "ratio 0.5" --zero-stage 2 --offload-optimizer cpu --offload-ratio 0.5 -- \
+  --zero-stage 2 --offload-optimizer numa:1 --offload-ratio 0.5
 echo "=== bench numa"
 ./tierzero bench numa --bytes 64M --adam-elements 2097152 --reps 3
 echo "bench numa exit $?"
@@ -142,6 +168,9 @@ grep -q "core_numa_test exit 0" <<<"$out" || fail "core_numa_test failed in the 
 grep -Eq "numa:1: .* ([0-9]+) of \1 pages checked on node 1 \(move_pages\)" <<<"$out" ||
   fail "the kernel does not find every page checked on node 1"
 grep -q "bench numa exit 0" <<<"$out" || fail "bench numa failed in the guest"
+grep -q "two nodes: equal, 7 lines" <<<"$out" || fail "optimizer on numa:1 and parameters on numa:0 differ from the host tier"
+grep -Eq "numa:0: .* ([0-9]+) of \1 pages checked on node 0" <<<"$out" || fail "stage 3's parameters are not all on node 0"
+grep -q "ratio 0.5: equal, 7 lines" <<<"$out" || fail "--offload-ratio 0.5 on numa:1 differs from the host tier's"
 grep -q "losses: numa:1 equals the host tier, 6 steps" <<<"$out" && ! grep -q "validation: DIFFERS" <<<"$out" ||
   fail "the losses differ"
-echo "PASS: numa:1 (memory-only node, $(grep -o 'accel [a-z]*' <<<"$out" | head -n 1)) trains bit for bit as the host tier, its pages on node 1; the guest ran $secs s"
+echo "PASS: numa:1 (memory-only node, $(grep -o 'accel [a-z]*' <<<"$out" | head -n 1)) trains bit for bit as the host tier, its pages on node 1, also with numa:0 in the same run and at --offload-ratio 0.5; the guest ran $secs s"
