@@ -95,7 +95,8 @@ Hardware calibrate(const CalibrateOptions& opt, Communicator* comm, bool quiet) 
   // Each NUMA node's stream rates (`tierzero bench numa`), every rank measuring at once.
   NumaBenchOptions no;
   no.adam = false;
-  for (const auto& r : run_numa_bench(no, true)["rows"])
+  const nlohmann::json numa = run_numa_bench(no, true);  // kept: the loop reads into it
+  for (const auto& r : numa["rows"])
     h.numa.push_back({r["node"].get<int>(), r["read_gbs"].get<double>() * ranks, r["write_gbs"].get<double>() * ranks});
   if (!opt.nvme_path.empty() && lead) {
     IoBenchOptions io;
