@@ -11,6 +11,7 @@
 #include "comm/communicator.h"
 #include "core/numa.h"
 #include "tests/common/error_message.h"
+#include "tests/common/tier_runs.h"
 #include "train/trainer.h"
 #include "zero/memory_plan.h"
 #include "zero/numa_tier.h"
@@ -18,28 +19,9 @@
 namespace tz {
 namespace {
 
-void quiet(const std::string&) {}
-
-TrainOptions tiny(int stage) {
-  TrainOptions o;
-  o.model = model_preset("tiny");
-  o.steps = 6;
-  o.lr.lr = 1e-3f;
-  o.log_every = 0;
-  o.val_batches = 2;
-  o.dtype = DType::bf16;
-  o.zero.stage = stage;
-  o.zero.reduce_bucket_size = 40'000;
-  o.zero.allgather_bucket_size = 40'000;
-  o.zero.param_persistence_threshold = 0;
-  return o;
-}
-
-TrainOptions offloaded(TrainOptions o, Tier t) {
-  o.offload.optimizer = t;
-  if (o.zero.stage == 3) o.offload.param = t;
-  return o;
-}
+using testing::offloaded;
+using testing::quiet;
+TrainOptions tiny(int stage) { return testing::tiny_tier_run(stage, 6); }
 
 #define SKIP_WITHOUT_NUMA()                                                    \
   do {                                                                         \
