@@ -41,12 +41,7 @@ TEST(NumaTier, Node0TrainsBitwiseLikeTheHostTierAtStages1To3AndItsPagesAreOnNode
       const TrainResult host = train(offloaded(base, Tier::host), *comm, quiet);
       std::vector<std::string> lines;
       const TrainResult numa = train(offloaded(base, n0), *comm, [&](const std::string& s) { lines.push_back(s); });
-      ASSERT_EQ(host.losses.size(), 6u);
-      EXPECT_EQ(numa.losses, host.losses);  // bitwise
-      EXPECT_EQ(numa.val_loss, host.val_loss);
-      EXPECT_GT(numa.plan_bytes[n0], 0u);
-      EXPECT_EQ(numa.peak_bytes[n0], numa.plan_bytes[n0]);
-      EXPECT_EQ(numa.plan_bytes[n0] + numa.plan_bytes[Tier::host], host.plan_bytes[Tier::host]);
+      testing::expect_like_the_host_tier(host, numa, n0, 6);
       if (comm->rank() != 0) continue;  // rank 0 logs
       // "rank 0's numa:0: 1.39 MiB in 12 buffers, 357 of 357 pages checked on node 0 (move_pages)"
       const std::regex line(R"(rank 0's numa:0: [0-9.]+ [KMG]?i?B in [0-9]+ buffers, ([0-9]+) of ([0-9]+) pages checked on node 0 \(move_pages\))");
@@ -66,13 +61,7 @@ TEST(NumaTier, ABudgetOneByteShortIsRefusedNamingTheTierAndItsFlag) {
   SKIP_WITHOUT_NUMA();
   const Tier n0 = numa_tier(0);
   auto comm = make_mpi_world();
-  TrainOptions o = offloaded(tiny(3), n0);
-  o.steps = 1;
-  const std::size_t need = plan_memory(plan_inputs(o, comm->size(), comm->rank())).total(n0);
-  o.offload.mem[n0] = need;
-  EXPECT_EQ(train(o, *comm, quiet).losses.size(), 1u);  // exactly enough
-  o.offload.mem[n0] = need - 1;
-  const std::string m = testing::error_message([&] { train(o, *comm, quiet); });
+  const std::string m = testing::one_byte_short_error(n0, *comm);
   EXPECT_NE(m.find("out of numa:0 memory budget"), std::string::npos) << m;
   EXPECT_NE(m.find("short by 1 B"), std::string::npos) << m;
   EXPECT_NE(m.find("--numa-mem 0=SIZE"), std::string::npos) << m;

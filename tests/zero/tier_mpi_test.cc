@@ -28,29 +28,14 @@ TEST(SecondHostTier, TrainsBitwiseLikeTheHostTierAtStages1To3WithItsBytesInItsOw
       base.offload.overlap_optimizer = overlap;
       const TrainResult host = train(offloaded(base, Tier::host), *comm, quiet);
       const TrainResult other = train(offloaded(base, t2), *comm, quiet);
-      ASSERT_EQ(host.losses.size(), 8u);
-      EXPECT_EQ(other.losses, host.losses);  // bitwise
-      EXPECT_EQ(other.val_loss, host.val_loss);
-      // The states' bytes moved from the host tier's allocator to the second tier's pool.
-      EXPECT_GT(other.plan_bytes[t2], 0u);
-      EXPECT_EQ(other.peak_bytes[t2], other.plan_bytes[t2]);
-      EXPECT_EQ(other.plan_bytes[t2] + other.plan_bytes[Tier::host], host.plan_bytes[Tier::host]);
-      EXPECT_EQ(other.peak_bytes[Tier::host], other.plan_bytes[Tier::host]);
-      EXPECT_EQ(host.peak_bytes[t2], 0u);
-      EXPECT_EQ(other.plan_bytes[Tier::device], host.plan_bytes[Tier::device]);
+      testing::expect_like_the_host_tier(host, other, t2, 8);
     }
 }
 
 TEST(SecondHostTier, ABudgetOneByteShortIsRefusedNamingTheTierAndItsFlag) {
   const Tier t2 = testing::second_host_tier();
   auto comm = make_mpi_world();
-  TrainOptions o = offloaded(tiny(3), t2);
-  o.steps = 1;
-  const std::size_t need = plan_memory(plan_inputs(o, comm->size(), comm->rank())).total(t2);
-  o.offload.mem[t2] = need;
-  EXPECT_EQ(train(o, *comm, quiet).losses.size(), 1u);  // exactly enough
-  o.offload.mem[t2] = need - 1;
-  const std::string m = testing::error_message([&] { train(o, *comm, quiet); });
+  const std::string m = testing::one_byte_short_error(t2, *comm);
   EXPECT_NE(m.find("out of host2 memory budget"), std::string::npos) << m;
   EXPECT_NE(m.find("short by 1 B"), std::string::npos) << m;
   EXPECT_NE(m.find("--host2-mem"), std::string::npos) << m;
