@@ -5,9 +5,9 @@
 #include <mutex>
 
 #include "core/allocator.h"
+#include "core/device.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
-#include "core/device.h"
 #include "core/numa.h"
 #include "zero/memory_plan.h"
 
