@@ -306,14 +306,16 @@ const KeyLevel& zero_keys() {
 const KeyLevel& offload_optimizer_keys() {
   static const KeyLevel l{
       {{"device", "--offload-optimizer",
-        "\"none\", \"cpu\" or \"nvme\" (also \"device\", \"host\"): where the fp32 master and Adam m "
-        "and v live, and at stages 2-3 the fp32 gradient shards; any stage"},
+        "\"none\", \"cpu\", \"numa:N\" (NUMA node N's memory; tierzero's own value) or \"nvme\" (also "
+        "\"device\", \"host\"): where the fp32 master and Adam m and v live, and at stages 2-3 the fp32 "
+        "gradient shards; any stage"},
        {"nvme_path", "--nvme-path", kNvmePath},
        {"pin_memory", "--pin-memory", kPinMemory},
        {"buffer_count", "",
         "slots in the optimizer's NVMe staging ring, one sub-group each, an integer 3-1024 (default 4: read "
         "ahead, update, write back)"},
-       {"ratio", "--offload-ratio", "the host share of every optimizer state class, a number in [0, 1]"}},
+       {"ratio", "--offload-ratio",
+        "the share of every optimizer state class on the offload tier (host or numa:N), a number in [0, 1]"}},
       {{"pipeline_read", V::boolean, kPipeline},
        {"pipeline_write", V::boolean, kPipeline},
        {"pipeline", V::boolean, kPipeline},
