@@ -4,10 +4,14 @@
 #include "core/cuda/cuda_device.h"
 
 #include <cuda_runtime.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <cstdint>
+#include <cstring>
 #include <cstdlib>
 #include <memory>
 #include <vector>
@@ -46,7 +50,7 @@ class CurrentGpu {
 
 std::string limit_text(rlim_t v) { return v == RLIM_INFINITY ? "unlimited" : format_bytes(std::size_t(v)); }
 
-// Why cudaHostAlloc may refuse: pinned memory is locked RAM, so the machine's free memory bounds it, and
+// Why cudaHostRegister may refuse: pinned memory is locked RAM, so the machine's free memory bounds it, and
 // some drivers and containers also count it against RLIMIT_MEMLOCK.
 std::string describe_pinned_failure(std::size_t bytes, const std::string& what, cudaError_t rc) {
   rlimit lim{};
@@ -55,7 +59,7 @@ std::string describe_pinned_failure(std::size_t bytes, const std::string& what, 
   const std::size_t avail = std::size_t(::sysconf(_SC_AVPHYS_PAGES)) * page;
   const std::size_t total = std::size_t(::sysconf(_SC_PHYS_PAGES)) * page;
   return detail::concat(
-      "cudaHostAlloc of ", format_bytes(bytes), " of pinned host memory for ", what,
+      "cudaHostRegister of ", format_bytes(bytes), " of pinned host memory for ", what,
       " failed: ", cudaGetErrorName(rc), " (", cudaGetErrorString(rc),
       "); pinned memory is locked RAM: the machine has ", format_bytes(avail), " free of ",
       format_bytes(total), " and RLIMIT_MEMLOCK is ", limit_text(lim.rlim_cur), " (hard ",
@@ -101,8 +105,12 @@ class GpuAllocator final : public Allocator {
   int gpu_;
 };
 
-// The host tier and every staging ring: cudaHostAlloc'd (locked, and portable: every GPU and context of
-// the process copies to and from it asynchronously), page-aligned for O_DIRECT, under --host-mem.
+// The host tier and every staging ring: pages of their own (mmap: page-aligned at every size, never
+// shared with another allocation), bound to a NUMA node first for a node's pool, then page-locked and
+// registered with CUDA (portable: every GPU and context of the process copies to and from them
+// asynchronously), under --host-mem. cudaHostAlloc is not used: it hands out small requests from a cache
+// of larger blocks, so only large ones come back page-aligned, and O_DIRECT needs every one to be (the
+// first run on a GPU failed at its first step on a 4-byte readback buffer).
 class PinnedAllocator final : public Allocator {
  public:
   PinnedAllocator(int gpu, std::size_t budget, MemoryKind kind = MemoryKind::pinned_host,
@@ -112,47 +120,40 @@ class PinnedAllocator final : public Allocator {
   Allocation allocate(std::size_t bytes, const std::string& what) override {
     Allocation a;
     a.reservation = budget().reserve(bytes, what);
-    const std::size_t rounded = round_up(bytes, kDirectIoAlign);  // whole blocks for O_DIRECT
+    const std::size_t rounded = round_up(std::max<std::size_t>(bytes, 1), kDirectIoAlign);  // whole pages
     CurrentGpu on(gpu_);
-    if (node_ >= 0) return allocate_on_node(std::move(a), rounded, what);
-    const cudaError_t rc = cudaHostAlloc(&a.ptr, rounded, cudaHostAllocPortable);
+    a.ptr = node_ >= 0 ? map_node_memory(rounded, node_, what) : map_pages(rounded, what);
+    // cudaHostRegister faults the pages in (on the node, for a bound pool) and locks them.
+    const cudaError_t rc = cudaHostRegister(a.ptr, rounded, cudaHostRegisterPortable);
     if (rc != cudaSuccess) {
       cudaGetLastError();
+      ::munmap(a.ptr, rounded);
       TZ_FAIL(describe_pinned_failure(rounded, what, rc));
     }
-    if (reinterpret_cast<std::uintptr_t>(a.ptr) % kDirectIoAlign != 0) {
-      cudaFreeHost(a.ptr);
-      TZ_FAIL("cudaHostAlloc returned memory for ", what, " that is not ", kDirectIoAlign,
-              "-byte aligned: O_DIRECT transfers need it");
-    }
+    if (node_ >= 0) blocks_.add(a.ptr, rounded);
     return a;
   }
 
   void deallocate(void* p, std::size_t bytes) noexcept override {
-    if (node_ >= 0) {
-      if (cudaHostUnregister(p) != cudaSuccess) log_line("cudaHostUnregister of NUMA-bound host memory failed");
-      blocks_.remove(p);
-      unmap_node_memory(p, round_up(bytes, kDirectIoAlign));
-      return;
+    if (cudaHostUnregister(p) != cudaSuccess) {
+      cudaGetLastError();
+      log_line("cudaHostUnregister of pinned host memory failed");
     }
-    if (cudaFreeHost(p) != cudaSuccess) log_line("cudaFreeHost of pinned host memory failed");
+    if (node_ >= 0) blocks_.remove(p);
+    ::munmap(p, round_up(std::max<std::size_t>(bytes, 1), kDirectIoAlign));
   }
 
   std::vector<std::pair<const void*, std::size_t>> node_blocks() const override { return blocks_.list(); }
 
  private:
-  // A pool bound to a NUMA node: its own pages, bound before the first touch, then page-locked and
-  // registered with CUDA (cudaHostRegister faults them in, on the node).
-  Allocation allocate_on_node(Allocation a, std::size_t rounded, const std::string& what) {
-    a.ptr = map_node_memory(rounded, node_, what);
-    const cudaError_t rc = cudaHostRegister(a.ptr, rounded, cudaHostRegisterPortable);
-    if (rc != cudaSuccess) {
-      cudaGetLastError();
-      unmap_node_memory(a.ptr, rounded);
-      TZ_FAIL(describe_pinned_failure(rounded, what, rc));
+  static void* map_pages(std::size_t bytes, const std::string& what) {
+    void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+      const int err = errno;
+      TZ_FAIL("cannot map ", format_bytes(bytes), " of host memory for ", what, ": mmap: ", std::strerror(err),
+              " (the machine is out of memory or address space)");
     }
-    blocks_.add(a.ptr, rounded);
-    return a;
+    return p;
   }
 
   int gpu_;
@@ -244,7 +245,7 @@ class CudaDevice final : private CudaMemory, public Device {
     CurrentGpu on(gpu);
     return std::make_unique<CudaEvent>();
   }
-  // cudaHostAlloc always locks what it returns (or fails, naming why): the host tier is never unpinned.
+  // cudaHostRegister always locks what it registers (or fails, naming why): the host tier is never unpinned.
   std::string pin_error() const override { return {}; }
 
   int index() const { return gpu; }

@@ -1,5 +1,6 @@
-// The CUDA device: cudaMalloc'd device memory, cudaHostAlloc'd (pinned) host memory and page-aligned
-// pageable memory, each under its budget; CUDA streams and events; the cuBLASLt + kernel backend.
+// The CUDA device: cudaMalloc'd device memory, page-aligned host memory locked with cudaHostRegister
+// (pinned) and page-aligned pageable memory, each under its budget; CUDA streams and events; the
+// cuBLASLt + kernel backend.
 // Reached through make_device (core/make_device.cc); tests may make one directly.
 #pragma once
 
