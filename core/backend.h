@@ -1,9 +1,12 @@
 // The backend table: every kernel the model and optimizer run, and the copies and fills that move
 // device bytes, each enqueued on a stream. Pointers are device memory unless a comment says otherwise
-// (copy_async takes any two memory kinds). Activations and gradients are fp32; parameters are read in
-// their working dtype (fp32, bf16 or fp16) through CView. Shapes are row-major. Functions named
-// *_backward accumulate (+=) into parameter gradients. Scalar results (sums, norms, finiteness) are
-// written to device memory: the host reads them through a copy into pinned memory and an event.
+// (copy_async takes any two memory kinds). Activations and activation gradients are Views in the run's
+// activation dtype (fp32, bf16 or fp16: every activation argument of one call shares it); parameters are
+// read in their working dtype through CView; parameter gradients, normalisation statistics (mean, rstd,
+// log-sum-exp), losses, master weights and optimizer states are fp32, and every kernel computes in fp32
+// whatever it stores. Shapes are row-major. Functions named *_backward accumulate (+=) into parameter
+// gradients. Scalar results (sums, norms, finiteness) are written to device memory: the host reads them
+// through a copy into pinned memory and an event.
 #pragma once
 
 #include <cstddef>
@@ -12,21 +15,9 @@
 
 #include "core/dtype.h"
 #include "core/stream.h"
+#include "core/view.h"
 
 namespace tz {
-
-// A read-only typed pointer whose dtype is known only at run time (parameters of either precision).
-struct CView {
-  const void* ptr = nullptr;
-  DType dtype = DType::f32;
-};
-
-inline CView cview(const float* p) { return {p, DType::f32}; }
-inline CView cview(const bf16* p) { return {p, DType::bf16}; }
-inline CView cview(const fp16* p) { return {p, DType::f16}; }
-inline CView offset(CView v, std::size_t elems) {
-  return {static_cast<const char*>(v.ptr) + elems * dtype_size(v.dtype), v.dtype};
-}
 
 enum class Trans { no, yes };
 enum class Accumulate { no, yes };
@@ -35,6 +26,7 @@ enum class Accumulate { no, yes };
 struct GemmShape {
   Trans ta = Trans::no, tb = Trans::no;
   int M = 0, N = 0, K = 0;
+  DType out = DType::f32;  // C's dtype: the activation dtype for an activation, fp32 for a weight gradient
 };
 
 // One causal attention's shape: B sequences of T positions, NH query heads and KVH key-value heads
@@ -63,86 +55,88 @@ class Backend {
   virtual ~Backend() = default;
 
   // C[M,N] (+)= op(A)[M,K] * op(B)[K,N], fp32 accumulation. A and B have the same dtype (f32, bf16 or
-  // f16); op(X) = X^T when the Trans flag is yes (then X is stored [K,M] or [N,K]). Where the device
-  // widens 16-bit inputs to fp32 first (gemm_workspace_floats), it does so in the workspace given to
-  // set_gemm_workspace.
-  virtual void gemm(Stream& s, Trans ta, Trans tb, int M, int N, int K, CView A, CView B, float* C, Accumulate acc) = 0;
+  // f16); C is fp32 or A's dtype (read, when accumulating, and written in it). op(X) = X^T when the
+  // Trans flag is yes (then X is stored [K,M] or [N,K]). Where the device widens 16-bit operands to fp32
+  // first (gemm_workspace_floats), it does so in the workspace given to set_gemm_workspace.
+  virtual void gemm(Stream& s, Trans ta, Trans tb, int M, int N, int K, CView A, CView B, View C, Accumulate acc) = 0;
 
   // Device memory for gemm's widened inputs (the planned "matmul workspace"); null: none.
   virtual void set_gemm_workspace(float* workspace, std::size_t floats) = 0;
 
   // out[r, c] += bias[c] for r < rows.
-  virtual void add_bias(Stream& s, float* out, CView bias, int rows, int cols) = 0;
+  virtual void add_bias(Stream& s, View out, CView bias, int rows, int cols) = 0;
   // dbias[c] += sum_r dout[r, c].
-  virtual void bias_backward(Stream& s, float* dbias, const float* dout, int rows, int cols) = 0;
+  virtual void bias_backward(Stream& s, float* dbias, CView dout, int rows, int cols) = 0;
 
   // out[n] = embedding wte[tokens[n % (B*T)]] + wpe[t] for each of B*T positions, C channels; without a
   // position table (wpe.ptr null, dwpe null: Llama) the token's row alone.
-  virtual void encoder_forward(Stream& s, float* out, const std::int32_t* tokens, CView wte, CView wpe, int B, int T, int C) = 0;
-  virtual void encoder_backward(Stream& s, float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens, int B, int T,
+  virtual void encoder_forward(Stream& s, View out, const std::int32_t* tokens, CView wte, CView wpe, int B, int T, int C) = 0;
+  virtual void encoder_backward(Stream& s, float* dwte, float* dwpe, CView dout, const std::int32_t* tokens, int B, int T,
                                 int C) = 0;
 
   // LayerNorm over C channels of N rows (eps 1e-5); saves mean and rstd for backward.
-  virtual void layernorm_forward(Stream& s, float* out, float* mean, float* rstd, const float* inp, CView w, CView b, int N,
+  virtual void layernorm_forward(Stream& s, View out, float* mean, float* rstd, CView inp, CView w, CView b, int N,
                                  int C) = 0;
   // dinp += ..., dw += ..., db += ...
-  virtual void layernorm_backward(Stream& s, float* dinp, float* dw, float* db, const float* dout, const float* inp, CView w,
+  virtual void layernorm_backward(Stream& s, View dinp, float* dw, float* db, CView dout, CView inp, CView w,
                                   const float* mean, const float* rstd, int N, int C) = 0;
 
   // GELU, tanh approximation. Backward writes dinp = dout * gelu'(inp) (no accumulation).
-  virtual void gelu_forward(Stream& s, float* out, const float* inp, std::size_t n) = 0;
-  virtual void gelu_backward(Stream& s, float* dinp, const float* inp, const float* dout, std::size_t n) = 0;
+  virtual void gelu_forward(Stream& s, View out, CView inp, std::size_t n) = 0;
+  virtual void gelu_backward(Stream& s, View dinp, CView inp, CView dout, std::size_t n) = 0;
 
   // Causal multi-head self-attention with grouped-query heads (AttentionShape). qkv rows are [q | k | v];
-  // out is [B,T,NH*hd]. `saved` keeps what backward needs, attention_saved_floats(kind, B, NH, T) floats:
-  // the cpu backend keeps the softmax probabilities [B,NH,T,T], the cuda backend (fused, online softmax)
-  // only each row's log-sum-exp [B,NH,T] and recomputes the probabilities in backward. Repeated keys and
-  // values are never materialised: query head h reads key-value head h / (NH / KVH) where it lies.
-  virtual void attention_forward(Stream& s, float* out, float* saved, const float* qkv, const AttentionShape& a) = 0;
+  // out is [B,T,NH*hd]. `saved` keeps what backward needs, attention_saved_floats(kind, shape, dtype)
+  // floats: the cpu backend keeps the softmax probabilities [B,NH,T,T], the cuda backend (fused, online
+  // softmax) only each row's log-sum-exp [B,NH,T] and recomputes the probabilities in backward. Repeated
+  // keys and values are never materialised: query head h reads key-value head h / (NH / KVH) where it
+  // lies. `scratch` has attention_scratch_floats(kind, shape, dtype) floats (forward and backward: the
+  // cpu backend widens 16-bit activations there).
+  virtual void attention_forward(Stream& s, View out, float* saved, float* scratch, CView qkv, const AttentionShape& a) = 0;
   // Writes dqkv (no accumulation; a key-value head's gradient sums over its group of query heads). out and
-  // saved are forward's; scratch has attention_scratch_floats(kind, B, NH, T) floats.
-  virtual void attention_backward(Stream& s, float* dqkv, float* scratch, const float* dout, const float* qkv,
-                                  const float* out, const float* saved, const AttentionShape& a) = 0;
+  // saved are forward's.
+  virtual void attention_backward(Stream& s, View dqkv, float* scratch, CView dout, CView qkv, CView out,
+                                  const float* saved, const AttentionShape& a) = 0;
   // GPT-2's shape: qkv [B,T,3C], NH heads of C/NH for queries, keys and values alike.
-  void attention_forward(Stream& s, float* out, float* saved, const float* qkv, int B, int T, int C, int NH) {
-    attention_forward(s, out, saved, qkv, AttentionShape::multi_head(B, T, C, NH));
+  void attention_forward(Stream& s, View out, float* saved, float* scratch, CView qkv, int B, int T, int C, int NH) {
+    attention_forward(s, out, saved, scratch, qkv, AttentionShape::multi_head(B, T, C, NH));
   }
-  void attention_backward(Stream& s, float* dqkv, float* scratch, const float* dout, const float* qkv,
-                          const float* out, const float* saved, int B, int T, int C, int NH) {
+  void attention_backward(Stream& s, View dqkv, float* scratch, CView dout, CView qkv, CView out, const float* saved,
+                          int B, int T, int C, int NH) {
     attention_backward(s, dqkv, scratch, dout, qkv, out, saved, AttentionShape::multi_head(B, T, C, NH));
   }
 
   // RMSNorm over C channels of N rows: out = inp * rstd * w with rstd = 1 / sqrt(mean(inp^2) + eps)
   // (Hugging Face's LlamaRMSNorm in fp32); saves rstd for backward.
-  virtual void rmsnorm_forward(Stream& s, float* out, float* rstd, const float* inp, CView w, int N, int C,
-                               float eps) = 0;
+  virtual void rmsnorm_forward(Stream& s, View out, float* rstd, CView inp, CView w, int N, int C, float eps) = 0;
   // dinp += ..., dw += ...
-  virtual void rmsnorm_backward(Stream& s, float* dinp, float* dw, const float* dout, const float* inp, CView w,
-                                const float* rstd, int N, int C) = 0;
+  virtual void rmsnorm_backward(Stream& s, View dinp, float* dw, CView dout, CView inp, CView w, const float* rstd,
+                                int N, int C) = 0;
   // Rotary position embedding in place, Hugging Face's rotate_half pairing (channel i with i + hd/2) of
   // `heads` heads of hd channels from column 0 of each of N rows of `stride` floats. Row r is position
   // r % T, whose angles come from `table`: cos [T, hd/2] then sin [T, hd/2]. inverse: the rotation by
   // the negative angles (its transpose: backward's).
-  virtual void rope(Stream& s, float* x, const float* table, int N, int T, int heads, int hd, int stride,
+  virtual void rope(Stream& s, View x, const float* table, int N, int T, int heads, int hd, int stride,
                     bool inverse) = 0;
   // SwiGLU: out[N, I] = silu(gate) * up, gate_up rows [gate: I | up: I].
-  virtual void swiglu_forward(Stream& s, float* out, const float* gate_up, int N, int I) = 0;
+  virtual void swiglu_forward(Stream& s, View out, CView gate_up, int N, int I) = 0;
   // dgate_up[N, 2I] from dout[N, I] (no accumulation).
-  virtual void swiglu_backward(Stream& s, float* dgate_up, const float* gate_up, const float* dout, int N, int I) = 0;
+  virtual void swiglu_backward(Stream& s, View dgate_up, CView gate_up, CView dout, int N, int I) = 0;
 
   // out = a + b.
-  virtual void add(Stream& s, float* out, const float* a, const float* b, std::size_t n) = 0;
+  virtual void add(Stream& s, View out, CView a, CView b, std::size_t n) = 0;
   // y += alpha * x.
   virtual void axpy(Stream& s, float* y, float alpha, const float* x, std::size_t n) = 0;
 
   // Softmax cross-entropy over the first V of Vp columns (Vp - V padded columns get no mass).
-  // Writes losses[N] and replaces logits with dlogits = (softmax - onehot(target)) * dloss.
-  virtual void softmax_xent(Stream& s, float* losses, float* logits, const std::int32_t* targets, int N, int V, int Vp,
+  // Writes losses[N] and replaces logits with dlogits = (softmax - onehot(target)) * dloss (padded
+  // columns 0); the softmax is computed in fp32 whatever the logits' dtype.
+  virtual void softmax_xent(Stream& s, float* losses, View logits, const std::int32_t* targets, int N, int V, int Vp,
                             float dloss) = 0;
 
   // Element conversions.
   virtual void cast(Stream& s, void* dst, DType dst_type, const void* src, DType src_type, std::size_t n) = 0;
-  virtual void fill(Stream& s, float* x, float value, std::size_t n) = 0;
+  virtual void fill(Stream& s, View x, float value, std::size_t n) = 0;
   // Reductions into one double in device memory, each summed in fixed-size chunks in chunk order, so
   // the result does not depend on the thread count (or block count): acc[0] += sum of x, of x^2.
   virtual void sum(Stream& s, double* acc, const float* x, std::size_t n) = 0;
@@ -167,11 +161,11 @@ class Backend {
 
 std::unique_ptr<Backend> make_cpu_backend();
 
-// Floats of workspace the CPU backend's gemm uses for one product: fp16 inputs are always widened to
+// Floats of workspace the CPU backend's gemm uses for one product: fp16 operands are always widened to
 // fp32 (oneDNN 2.6 has no fp16 matmul without AMX-FP16); bf16 inputs of a transposed product are widened
 // on CPUs without AMX, where oneDNN's bf16 kernels run at ~60% of its fp32 ones for those layouts, up to
 // kGemmWidenLimit floats (larger products stay bf16); on CPUs without AVX-512 (no oneDNN bf16 matmul)
-// every bf16 product is widened. 0: none.
+// every bf16 product is widened. A widened product with a 16-bit C computes C in fp32 there too. 0: none.
 inline constexpr std::size_t kGemmWidenLimit = std::size_t(16) << 20;
 std::size_t cpu_gemm_workspace_floats(DType dtype, const GemmShape& s);
 bool cpu_has_amx_bf16();
@@ -180,9 +174,9 @@ bool cpu_has_onednn_bf16();
 // The same for a device kind, from its traits (what the memory plan sizes the workspace with).
 enum class DeviceKind : int;
 std::size_t gemm_workspace_floats(DeviceKind kind, DType dtype, const GemmShape& s);
-// Floats attention_forward saves for backward, and attention_backward's scratch, on a device kind (its
-// traits').
-std::size_t attention_saved_floats(DeviceKind kind, std::size_t B, std::size_t NH, std::size_t T);
-std::size_t attention_scratch_floats(DeviceKind kind, std::size_t B, std::size_t NH, std::size_t T);
+// Floats attention_forward saves for backward, and the scratch both directions use, on a device kind (its
+// traits'), for activations of dtype `act`.
+std::size_t attention_saved_floats(DeviceKind kind, const AttentionShape& a, DType act);
+std::size_t attention_scratch_floats(DeviceKind kind, const AttentionShape& a, DType act);
 
 }  // namespace tz

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/device.h"
+#include "core/dyn_buffer.h"
 
 namespace tz {
 
@@ -33,6 +34,11 @@ class PlannedBuffers {
   Buffer<T> take(const std::string& name) {
     const BufferSpec& s = claim(name, sizeof(T));
     return Buffer<T>(dev_.allocator(s.kind), s.bytes / sizeof(T), s.name);
+  }
+  // The same as elements of a run-time dtype (activations).
+  DynBuffer take_as(const std::string& name, DType dtype) {
+    const BufferSpec& s = claim(name, dtype_size(dtype));
+    return DynBuffer(dev_.allocator(s.kind), s.bytes / dtype_size(dtype), dtype, s.name);
   }
   bool has(const std::string& name) const { return index_.count(name) != 0; }
   // Throws naming every planned buffer nobody took (a plan that says more than the code allocates).

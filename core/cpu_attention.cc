@@ -56,7 +56,7 @@ void attention_forward(float* out, float* att, const float* qkv, const Attention
 }
 
 void attention_backward(float* dqkv, float* datt, const float* dout, const float* qkv, const float* att,
-                        const AttentionShape& s) {
+                        const float* out, const AttentionShape& s) {
   const int B = s.B, T = s.T, NH = s.NH, KVH = s.KVH, hs = s.hd, G = s.group();
   const float scale = 1.0f / std::sqrt(float(hs));
   const std::size_t W = std::size_t(s.qkv_width()), O = std::size_t(s.out_width());
@@ -91,9 +91,15 @@ void attention_backward(float* dqkv, float* datt, const float* dout, const float
             }
             da[t2] = dot;
           }
-          // softmax backward: dpre[t2] = a[t2] * (da[t2] - sum_j a[j] da[j])
+          // softmax backward: dpre[t2] = a[t2] * (da[t2] - sum_j a[j] da[j]), where sum_j a[j] da[j] is
+          // d . out: from the stored out when given (16-bit runs, as the fused kernels read it)
           float sum = 0;
-          for (int t2 = 0; t2 <= t; ++t2) sum += a[t2] * da[t2];
+          if (out) {
+            const float* o = out + (std::size_t(b) * T + t) * O + h * hs;
+            for (int i = 0; i < hs; ++i) sum += d[i] * o[i];
+          } else {
+            for (int t2 = 0; t2 <= t; ++t2) sum += a[t2] * da[t2];
+          }
           for (int t2 = 0; t2 <= t; ++t2) {
             float dpre = a[t2] * (da[t2] - sum) * scale;
             const float* k = qkv + (std::size_t(b) * T + t2) * W + k_off + kv;

@@ -14,11 +14,11 @@ std::size_t gemm_workspace_floats(DeviceKind kind, DType dtype, const GemmShape&
   return device_traits(kind).gemm_workspace_floats(dtype, s);
 }
 
-std::size_t attention_saved_floats(DeviceKind kind, std::size_t B, std::size_t NH, std::size_t T) {
-  return device_traits(kind).attention_saved_floats(B, NH, T);
+std::size_t attention_saved_floats(DeviceKind kind, const AttentionShape& a, DType act) {
+  return device_traits(kind).attention_saved_floats(a, act);
 }
-std::size_t attention_scratch_floats(DeviceKind kind, std::size_t B, std::size_t NH, std::size_t T) {
-  return device_traits(kind).attention_scratch_floats(B, NH, T);
+std::size_t attention_scratch_floats(DeviceKind kind, const AttentionShape& a, DType act) {
+  return device_traits(kind).attention_scratch_floats(a, act);
 }
 
 }  // namespace tz

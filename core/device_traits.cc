@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "core/backend.h"
+#include "core/cpu_attention.h"
 #include "core/device.h"
 #include "core/error.h"
 
@@ -20,9 +21,12 @@ DeviceTraits cpu_traits() {
   t.collectives = DeviceCollectives::host;
   t.overlap_optimizer = false;
   t.gemm_workspace_floats = [](DType dt, const GemmShape& s) { return cpu_gemm_workspace_floats(dt, s); };
-  // The probabilities and their gradient, [B,NH,T,T] each.
-  t.attention_saved_floats = [](std::size_t B, std::size_t NH, std::size_t T) { return B * NH * T * T; };
-  t.attention_scratch_floats = [](std::size_t B, std::size_t NH, std::size_t T) { return B * NH * T * T; };
+  // The probabilities and their gradient, [B,NH,T,T] each; with 16-bit activations the scratch also
+  // holds fp32 copies of what the loops read and write (cpu_attention_widened_floats).
+  t.attention_saved_floats = [](const AttentionShape& a, DType) { return std::size_t(a.B) * a.NH * a.T * a.T; };
+  t.attention_scratch_floats = [](const AttentionShape& a, DType act) {
+    return std::size_t(a.B) * a.NH * a.T * a.T + (act == DType::f32 ? 0 : cpu_attention_widened_floats(a));
+  };
   t.make = [](const DeviceOptions& o) { return make_cpu_device(o); };
   return t;
 }
@@ -37,8 +41,8 @@ DeviceTraits cuda_traits() {
   // cuBLASLt reads 16-bit inputs as they are (its own workspace is taken when the device is made).
   t.gemm_workspace_floats = [](DType, const GemmShape&) { return std::size_t(0); };
   // The fused kernels keep one log-sum-exp per row, and use one float per row (rowsum of dout * out).
-  t.attention_saved_floats = [](std::size_t B, std::size_t NH, std::size_t T) { return B * NH * T; };
-  t.attention_scratch_floats = [](std::size_t B, std::size_t NH, std::size_t T) { return B * NH * T; };
+  t.attention_saved_floats = [](const AttentionShape& a, DType) { return std::size_t(a.B) * a.NH * a.T; };
+  t.attention_scratch_floats = [](const AttentionShape& a, DType) { return std::size_t(a.B) * a.NH * a.T; };
   t.unavailable =
       "this build has no CUDA backend (configure with -DTZ_CUDA=ON where the CUDA toolkit is installed); use "
       "--device cpu";

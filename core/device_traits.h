@@ -17,6 +17,7 @@ namespace tz {
 class Device;
 struct DeviceOptions;
 struct GemmShape;
+struct AttentionShape;
 
 // A device kind: an index into the registry. cpu and cuda are built in; others are registered.
 enum class DeviceKind : int { cpu = 0, cuda = 1 };
@@ -39,9 +40,10 @@ struct DeviceTraits {
   bool overlap_optimizer = false;
   // Floats of workspace one matrix product needs (the cpu widens 16-bit inputs to fp32 there).
   std::function<std::size_t(DType, const GemmShape&)> gemm_workspace_floats;
-  // Floats attention_forward keeps for backward, and attention_backward's scratch, for B x NH heads of T.
-  std::function<std::size_t(std::size_t B, std::size_t NH, std::size_t T)> attention_saved_floats;
-  std::function<std::size_t(std::size_t B, std::size_t NH, std::size_t T)> attention_scratch_floats;
+  // Floats attention_forward keeps for backward, and the attention's scratch, for a shape and an
+  // activation dtype.
+  std::function<std::size_t(const AttentionShape&, DType act)> attention_saved_floats;
+  std::function<std::size_t(const AttentionShape&, DType act)> attention_scratch_floats;
   // Makes a device of this kind; empty when this build cannot, and then `unavailable` says why and what
   // to do. make_device (library `devices`) installs the factories that live outside core (cuda).
   std::function<std::unique_ptr<Device>(const DeviceOptions&)> make;

@@ -20,7 +20,7 @@ std::string onednn_version() {
 using dnnl::memory;
 
 struct OneDnnGemm::Impl {
-  using Key = std::tuple<int, int, int, int, int, int, int>;
+  using Key = std::tuple<int, int, int, int, int, int, int, int>;
   dnnl::engine engine{dnnl::engine::kind::cpu, 0};
   dnnl::stream stream{engine};
   std::map<Key, dnnl::matmul> cache;
@@ -44,13 +44,24 @@ bool cpu_has_onednn_bf16() {
   return ok;
 }
 
-std::size_t cpu_gemm_workspace_floats(DType dtype, const GemmShape& s) {
-  const std::size_t need = std::size_t(s.M) * s.K + std::size_t(s.K) * s.N;
-  if (dtype == DType::f16) return need;
-  if (dtype == DType::bf16 && !cpu_has_onednn_bf16()) return need;
+namespace {
+
+// Whether oneDNN is given fp32 copies of a product's 16-bit operands (see cpu_gemm_workspace_floats).
+bool widened(DType dtype, const GemmShape& s) {
+  const std::size_t inputs = std::size_t(s.M) * s.K + std::size_t(s.K) * s.N;
+  if (dtype == DType::f16) return true;
+  if (dtype != DType::bf16) return false;
+  if (!cpu_has_onednn_bf16()) return true;
   const bool transposed = s.ta == Trans::yes || s.tb == Trans::yes;
-  if (dtype == DType::bf16 && transposed && !cpu_has_amx_bf16() && need <= kGemmWidenLimit) return need;
-  return 0;
+  return transposed && !cpu_has_amx_bf16() && inputs <= kGemmWidenLimit;
+}
+
+}  // namespace
+
+std::size_t cpu_gemm_workspace_floats(DType dtype, const GemmShape& s) {
+  if (!widened(dtype, s)) return 0;
+  const std::size_t inputs = std::size_t(s.M) * s.K + std::size_t(s.K) * s.N;
+  return inputs + (s.out == DType::f32 ? 0 : std::size_t(s.M) * s.N);
 }
 
 void OneDnnGemm::set_workspace(float* ws, std::size_t floats) {
@@ -66,6 +77,18 @@ void widen(float* dst, const void* src, std::size_t n) {
   const T* x = static_cast<const T*>(src);
 #pragma omp parallel for simd schedule(static)
   for (std::size_t i = 0; i < n; ++i) dst[i] = to_float(x[i]);
+}
+
+void widen(float* dst, CView src, std::size_t n) {
+  if (src.dtype == DType::f16) return widen<fp16>(dst, src.ptr, n);
+  widen<bf16>(dst, src.ptr, n);
+}
+
+template <typename T>
+void narrow(void* dst, const float* src, std::size_t n) {
+  T* y = static_cast<T*>(dst);
+#pragma omp parallel for simd schedule(static)
+  for (std::size_t i = 0; i < n; ++i) y[i] = from_float<T>(src[i]);
 }
 
 }  // namespace
@@ -87,39 +110,22 @@ static memory::data_type to_dnnl(DType t) {
   }
 }
 
-void OneDnnGemm::run(Trans ta, Trans tb, int M, int N, int K, CView A, CView B, float* C, Accumulate acc) {
+void OneDnnGemm::run(Trans ta, Trans tb, int M, int N, int K, CView A, CView B, View C, Accumulate acc) {
   TZ_CHECK(A.dtype == B.dtype, "gemm inputs must share a dtype, got ", dtype_name(A.dtype), " and ",
            dtype_name(B.dtype));
+  TZ_CHECK(C.dtype == DType::f32 || C.dtype == A.dtype, "gemm writes fp32 or its inputs' dtype, not ",
+           dtype_name(C.dtype), " from ", dtype_name(A.dtype), " inputs");
   TZ_CHECK(M > 0 && N > 0 && K > 0, "gemm with an empty dimension M=", M, " N=", N, " K=", K);
-  const std::size_t need = cpu_gemm_workspace_floats(A.dtype, GemmShape{ta, tb, M, N, K});
-  if (need) {
-    float* ws = impl_->workspace;
-    if (!ws) {  // outside a planned model
-      if (impl_->scratch.size() < need) impl_->scratch.resize(need);
-      ws = impl_->scratch.data();
-    }
-    TZ_CHECK(!impl_->workspace || need <= impl_->workspace_floats, "a ", dtype_name(A.dtype), " matmul [", M, " x ",
-             N, " x ", K, "] needs ", need, " floats of workspace, the plan gave ", impl_->workspace_floats,
-             "; this is a bug, please report it");
-    const std::size_t na = std::size_t(M) * K;
-    if (A.dtype == DType::f16) {
-      widen<fp16>(ws, A.ptr, na);
-      widen<fp16>(ws + na, B.ptr, std::size_t(K) * N);
-    } else {
-      widen<bf16>(ws, A.ptr, na);
-      widen<bf16>(ws + na, B.ptr, std::size_t(K) * N);
-    }
-    run(ta, tb, M, N, K, cview(static_cast<const float*>(ws)), cview(static_cast<const float*>(ws + na)), C, acc);
-    return;
-  }
+  const GemmShape shape{ta, tb, M, N, K, C.dtype};
+  if (widened(A.dtype, shape)) return run_widened(shape, A, B, C, acc);
   auto dt = to_dnnl(A.dtype);
-  Impl::Key key{M, N, K, int(ta), int(tb), int(A.dtype), int(acc)};
+  Impl::Key key{M, N, K, int(ta), int(tb), int(A.dtype), int(acc), int(C.dtype)};
   memory::dims a_dims{M, K}, b_dims{K, N}, c_dims{M, N};
   // A stored [M,K] (strides K,1) or, transposed, [K,M] (strides 1,M); likewise B.
   memory::dims a_strides = ta == Trans::no ? memory::dims{K, 1} : memory::dims{1, M};
   memory::dims b_strides = tb == Trans::no ? memory::dims{N, 1} : memory::dims{1, K};
   memory::desc a_md(a_dims, dt, a_strides), b_md(b_dims, dt, b_strides);
-  memory::desc c_md(c_dims, memory::data_type::f32, memory::dims{N, 1});
+  memory::desc c_md(c_dims, to_dnnl(C.dtype), memory::dims{N, 1});
 
   dnnl::matmul* prim;
   {
@@ -140,9 +146,31 @@ void OneDnnGemm::run(Trans ta, Trans tb, int M, int N, int K, CView A, CView B, 
   }
   memory a_mem(a_md, impl_->engine, const_cast<void*>(A.ptr));
   memory b_mem(b_md, impl_->engine, const_cast<void*>(B.ptr));
-  memory c_mem(c_md, impl_->engine, C);
+  memory c_mem(c_md, impl_->engine, C.ptr);
   prim->execute(impl_->stream, {{DNNL_ARG_SRC, a_mem}, {DNNL_ARG_WEIGHTS, b_mem}, {DNNL_ARG_DST, c_mem}});
   impl_->stream.wait();
+}
+
+// The operands widened into the workspace, [A | B | C when 16-bit], and the product run in fp32 there; a
+// 16-bit C is widened first when accumulating, and rounded once at the end.
+void OneDnnGemm::run_widened(const GemmShape& g, CView A, CView B, View C, Accumulate acc) {
+  const std::size_t need = cpu_gemm_workspace_floats(A.dtype, g);
+  float* ws = impl_->workspace;
+  if (!ws) {  // outside a planned model
+    if (impl_->scratch.size() < need) impl_->scratch.resize(need);
+    ws = impl_->scratch.data();
+  }
+  TZ_CHECK(!impl_->workspace || need <= impl_->workspace_floats, "a ", dtype_name(A.dtype), " matmul [", g.M,
+           " x ", g.N, " x ", g.K, "] needs ", need, " floats of workspace, the plan gave ", impl_->workspace_floats,
+           "; this is a bug, please report it");
+  const std::size_t na = std::size_t(g.M) * g.K, nb = std::size_t(g.K) * g.N, nc = std::size_t(g.M) * g.N;
+  widen(ws, A, na);
+  widen(ws + na, B, nb);
+  float* c = C.dtype == DType::f32 ? static_cast<float*>(C.ptr) : ws + na + nb;
+  if (C.dtype != DType::f32 && acc == Accumulate::yes) widen(c, C, nc);
+  run(g.ta, g.tb, g.M, g.N, g.K, CView(ws), CView(ws + na), View(c), acc);
+  if (C.dtype == DType::bf16) narrow<bf16>(C.ptr, c, nc);
+  if (C.dtype == DType::f16) narrow<fp16>(C.ptr, c, nc);
 }
 
 }  // namespace tz

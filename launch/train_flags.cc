@@ -90,7 +90,13 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
       "master weights, gradients and Adam states); fp16 (the same in fp16, with loss scaling: "
       "docs/optimizer.md). On cpu, fp16 matmuls and the bf16 ones the CPU has no instructions for "
       "(transposed ones without AMX-BF16, all without AVX-512) are computed in fp32 in a planned "
-      "workspace")("checkpoint-activations", po::bool_switch(&f.ckpt),
+      "workspace")(
+      "activation-dtype", po::value(&f.activation_dtype)->default_value(f.activation_dtype),
+      "the dtype activations and their gradients are stored in: auto (the compute dtype: bf16 activations "
+      "in a bf16 run, as DeepSpeed's and Hugging Face's bf16 training keep them; normalisation "
+      "statistics, the softmax, the loss and every parameter gradient stay fp32) or fp32 (fp32 "
+      "activations with 16-bit parameters: each product's inputs are cast first; twice the activation "
+      "memory)")("checkpoint-activations", po::bool_switch(&f.ckpt),
                    "keep only each block's input; recompute in backward")(
       "device", po::value(&f.device)->default_value(f.device),
       "cpu, or cuda (also gpu): each rank on the GPU of its local rank (docs/launching.md#gpu-jobs); "
@@ -349,6 +355,9 @@ void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   }
   f.o.seq_len = f.mf.seq_len;
   f.o.dtype = parse_compute_dtype(f.dtype);
+  TZ_CHECK(f.activation_dtype == "auto" || f.activation_dtype == "fp32", "--activation-dtype '", f.activation_dtype,
+           "' is not one of auto, fp32");
+  f.o.fp32_activations = f.activation_dtype == "fp32";
   f.o.save_hf_dtype = parse_compute_dtype(f.save_hf_dtype);
   f.o.save_hf_shard_bytes = parse_count("save-hf-shard-size", f.save_hf_shard);
   TZ_CHECK(f.o.save_hf_shard_bytes >= 1, "--save-hf-shard-size must be at least 1 byte, got ", f.save_hf_shard);

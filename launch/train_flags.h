@@ -22,6 +22,7 @@ struct TrainFlags {
   TrainOptions o;
   ModelFlags mf;
   std::string dtype = "fp32", schedule = "constant", device = "cpu", device_mem = "unlimited";
+  std::string activation_dtype = "auto";
   bool ckpt = false;
   std::string bind_cores = "none";  // none | auto (launch/train_cmd.cc applies it)
   std::string config, reduce_bucket, allgather_bucket, prefetch_bucket, max_live, persistence;

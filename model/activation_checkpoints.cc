@@ -21,12 +21,12 @@ int ActivationCheckpoints::staging_count(MemoryKind kind, ActivationCheckpointin
 }
 
 ActivationCheckpoints::ActivationCheckpoints(Device& dev, int n_layer, MemoryKind kind,
-                                             ActivationCheckpointing ckpt, PlannedBuffers& planned)
+                                             ActivationCheckpointing ckpt, DType act, PlannedBuffers& planned)
     : be_(dev.backend()), n_layer_(n_layer) {
   TZ_CHECK(kind != MemoryKind::pageable_host, "activation checkpoints live in device or pinned host memory");
-  for (int l = 0; l <= n_layer; ++l) ckpt_.push_back(planned.take<float>(checkpoint_name(l)));
+  for (int l = 0; l <= n_layer; ++l) ckpt_.push_back(planned.take_as(checkpoint_name(l), act));
   for (int i = 0; i < staging_count(kind, ckpt); ++i)
-    staging_.push_back(planned.take<float>(staging_name(i)));
+    staging_.push_back(planned.take_as(staging_name(i), act));
   if (!staged()) return;
   down_ = dev.create_stream();
   up_ = dev.create_stream();
@@ -36,8 +36,8 @@ ActivationCheckpoints::ActivationCheckpoints(Device& dev, int n_layer, MemoryKin
   }
 }
 
-float* ActivationCheckpoints::write(Stream& s, int l) {
-  if (!staged()) return ckpt_[l].data();
+View ActivationCheckpoints::write(Stream& s, int l) {
+  if (!staged()) return ckpt_[l];
   // The buffer still holds checkpoint l - 2 until its copy down has read it. (At l < 2 it holds what the
   // previous forward's last copies read, and finish_forward waited for those, or what backward read.)
   if (l >= 2) copy_done_[l % 2]->wait(s);
@@ -48,11 +48,11 @@ void ActivationCheckpoints::written(Stream& s, int l) {
   if (!staged()) return;
   compute_done_[l % 2]->record(s);
   compute_done_[l % 2]->wait(*down_);
-  be_.copy_async(*down_, ckpt_[l].data(), ring(l), ckpt_[l].bytes());
+  be_.copy_async(*down_, ckpt_[l].data(), ring(l).ptr, ckpt_[l].bytes());
   copy_done_[l % 2]->record(*down_);
 }
 
-const float* ActivationCheckpoints::reading(int l) { return staged() ? ring(l) : ckpt_[l].data(); }
+CView ActivationCheckpoints::reading(int l) { return staged() ? ring(l) : ckpt_[l]; }
 
 void ActivationCheckpoints::finish_forward(Stream& s) {
   // The down stream runs its copies in order: its last one done means all are, so the host tier holds
@@ -62,7 +62,7 @@ void ActivationCheckpoints::finish_forward(Stream& s) {
 
 void ActivationCheckpoints::fetch(int l) {
   compute_done_[l % 2]->wait(*up_);
-  be_.copy_async(*up_, ring(l), ckpt_[l].data(), ckpt_[l].bytes());
+  be_.copy_async(*up_, ring(l).ptr, ckpt_[l].data(), ckpt_[l].bytes());
   copy_done_[l % 2]->record(*up_);
 }
 
@@ -75,8 +75,8 @@ void ActivationCheckpoints::start_backward(Stream& s) {
   if (n_layer_ >= 1) fetch(n_layer_ - 1);
 }
 
-const float* ActivationCheckpoints::load(Stream& s, int l) {
-  if (!staged()) return ckpt_[l].data();
+CView ActivationCheckpoints::load(Stream& s, int l) {
+  if (!staged()) return ckpt_[l];
   copy_done_[l % 2]->wait(s);
   return ring(l);
 }
@@ -89,13 +89,13 @@ void ActivationCheckpoints::done(Stream& s, int l) {
   if (l >= 2) fetch(l - 2);
 }
 
-float* ActivationCheckpoints::recompute_output(int l) {
+View ActivationCheckpoints::recompute_output(int l) {
   // On the device the recomputation rewrites checkpoint l + 1 with the same values (block l + 1's
   // backward has read it already); on the host tier it must not touch the ring.
-  if (!staged()) return ckpt_[l + 1].data();
+  if (!staged()) return ckpt_[l + 1];
   TZ_CHECK(staging_.size() == 3,
            "the recomputation's staging buffer is planned only with per-block checkpointing");
-  return staging_[2].data();
+  return staging_[2];
 }
 
 }  // namespace tz

@@ -28,16 +28,16 @@ enum class ActivationCheckpointing { off, per_block };
 // Streams wait on each other by events, never by a host synchronisation.
 class ActivationCheckpoints {
  public:
-  // The planned names: "activation checkpoint [l]" (L + 1, B*T*C floats each, in the checkpoints' memory
-  // kind) and "activation checkpoint staging [i]" (device, B*T*C floats each).
+  // The planned names: "activation checkpoint [l]" (L + 1, B*T*C activations each, in the checkpoints'
+  // memory kind) and "activation checkpoint staging [i]" (device, B*T*C activations each).
   static std::string checkpoint_name(int l);
   static std::string staging_name(int i);
   // Staging buffers needed: none on the device; on the host tier the ring of 2, plus 1 for the
   // recomputation's output with per-block checkpointing.
   static int staging_count(MemoryKind kind, ActivationCheckpointing ckpt);
 
-  // Takes the n_layer + 1 checkpoints and the staging buffers from `planned`.
-  ActivationCheckpoints(Device& dev, int n_layer, MemoryKind kind, ActivationCheckpointing ckpt,
+  // Takes the n_layer + 1 checkpoints and the staging buffers, of activation dtype `act`, from `planned`.
+  ActivationCheckpoints(Device& dev, int n_layer, MemoryKind kind, ActivationCheckpointing ckpt, DType act,
                         PlannedBuffers& planned);
   ActivationCheckpoints(const ActivationCheckpoints&) = delete;
   ActivationCheckpoints& operator=(const ActivationCheckpoints&) = delete;
@@ -45,28 +45,28 @@ class ActivationCheckpoints {
   // Forward, in the order 0, 1, ..., L: `s` writes checkpoint l into write(s, l) and then calls
   // written(s, l); reading(l) is where `s` reads it afterwards (the next block's input, the final
   // LayerNorm's). finish_forward(s) last.
-  float* write(Stream& s, int l);
+  View write(Stream& s, int l);
   void written(Stream& s, int l);
-  const float* reading(int l);
+  CView reading(int l);
   void finish_forward(Stream& s);
 
   // Backward, after a forward: start_backward(s) first; then, from L down to 0, `s` reads checkpoint l
   // at load(s, l) and calls done(s, l) after its last read.
   void start_backward(Stream& s);
-  const float* load(Stream& s, int l);
+  CView load(Stream& s, int l);
   void done(Stream& s, int l);
   // Where block l's recomputed output goes (its value is not used).
-  float* recompute_output(int l);
+  View recompute_output(int l);
 
  private:
   bool staged() const { return !staging_.empty(); }
-  float* ring(int l) { return staging_[l % 2].data(); }
+  View ring(int l) { return staging_[l % 2]; }
   void fetch(int l);  // checkpoint l up into its ring buffer, once `s` is done with what it holds
 
   Backend& be_;
   int n_layer_;
-  std::vector<Buffer<float>> ckpt_;     // n_layer + 1, on the device or the host tier
-  std::vector<Buffer<float>> staging_;  // host tier only: the ring of 2, then the recomputation's output
+  std::vector<DynBuffer> ckpt_;     // n_layer + 1, on the device or the host tier
+  std::vector<DynBuffer> staging_;  // host tier only: the ring of 2, then the recomputation's output
   std::unique_ptr<Stream> down_, up_;   // device to host, host to device
   // Per ring buffer: `s` has written (forward) or last read (backward) it; the copy down from it or up
   // into it has finished.

@@ -11,8 +11,10 @@
 
 namespace tz {
 
+// Activations in the run's activation dtype; statistics and the attention's saved rows in fp32.
 struct Gpt::BlockActs {
-  Buffer<float> ln1, ln1_mean, ln1_rstd, qkv, atty, att, res2, ln2, ln2_mean, ln2_rstd, fch, fch_gelu;
+  DynBuffer ln1, qkv, atty, res2, ln2, fch, fch_gelu;
+  Buffer<float> ln1_mean, ln1_rstd, att, ln2_mean, ln2_rstd;
 };
 
 namespace {
@@ -26,92 +28,96 @@ std::string act_name(const char* what, int set) { return std::string("activation
 
 int Gpt::logits_rows(const ModelConfig& cfg, ModelShape s) { return lm_head_rows(cfg.padded_vocab_size, s); }
 
-std::vector<GemmShape> Gpt::gemm_shapes(const ModelConfig& cfg, ModelShape s) {
+std::vector<GemmShape> Gpt::gemm_shapes(const ModelConfig& cfg, ModelShape s, DType act) {
   const int BT = s.B * s.T, C = cfg.n_embd, Vp = cfg.padded_vocab_size;
   const Trans N = Trans::no, T = Trans::yes;
+  const DType W = DType::f32;  // weight gradients
   std::vector<GemmShape> v;
-  for (int oc : {3 * C, C, 4 * C}) v.push_back({N, N, BT, oc, C});  // qkv, attention and mlp projections...
-  v.push_back({N, N, BT, C, 4 * C});                                 // ...and the mlp's back to C
+  for (int oc : {3 * C, C, 4 * C}) v.push_back({N, N, BT, oc, C, act});  // qkv, attention and mlp projections...
+  v.push_back({N, N, BT, C, 4 * C, act});                                 // ...and the mlp's back to C
   // The LM head, per chunk of rows (and the last, shorter chunk, whose workspace need may differ).
   const int R = logits_rows(cfg, s);
   std::vector<int> rows{R};
   if (BT % R) rows.push_back(BT % R);
   for (int r : rows) {
-    v.push_back({N, T, r, Vp, C});  // logits
-    v.push_back({N, N, r, C, Vp});  // its input gradient
-    v.push_back({T, N, Vp, C, r});  // its weight gradient
+    v.push_back({N, T, r, Vp, C, act});  // logits
+    v.push_back({N, N, r, C, Vp, act});  // its input gradient
+    v.push_back({T, N, Vp, C, r, W});    // its weight gradient
   }
   for (auto [in, out] : {std::pair{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}}) {
-    v.push_back({N, T, BT, in, out});  // input gradient
-    v.push_back({T, N, in, out, BT});  // weight gradient
+    v.push_back({N, T, BT, in, out, act});  // input gradient
+    v.push_back({T, N, in, out, BT, W});    // weight gradient
   }
   return v;
 }
 
-std::vector<BufferSpec> Gpt::buffers(const ModelConfig& cfg, ModelShape s, DType dt, ActivationCheckpointing ckpt,
+std::vector<BufferSpec> Gpt::buffers(const ModelConfig& cfg, ModelShape s, Precision pr, ActivationCheckpointing ckpt,
                                      MemoryKind ckpt_kind, DeviceKind device) {
-  const std::size_t B = s.B, T = s.T, BT = B * T, C = cfg.n_embd, NH = cfg.n_head, Vp = cfg.padded_vocab_size;
+  const std::size_t B = s.B, T = s.T, BT = B * T, C = cfg.n_embd, Vp = cfg.padded_vocab_size;
+  const std::size_t act = dtype_size(pr.act);
+  const AttentionShape att = AttentionShape::multi_head(s.B, s.T, cfg.n_embd, cfg.n_head);
   std::vector<BufferSpec> v;
   auto f = [&](std::string name, std::size_t floats) { v.push_back({std::move(name), kActs, MemoryKind::device, floats * 4}); };
+  auto a = [&](std::string name, std::size_t n) { v.push_back({std::move(name), kActs, MemoryKind::device, n * act}); };
   for (int l = 0; l <= cfg.n_layer; ++l)
     v.push_back({ActivationCheckpoints::checkpoint_name(l),
-                 ckpt_kind == MemoryKind::device ? kActs : "activation checkpoints", ckpt_kind, BT * C * 4});
+                 ckpt_kind == MemoryKind::device ? kActs : "activation checkpoints", ckpt_kind, BT * C * act});
   for (int i = 0; i < ActivationCheckpoints::staging_count(ckpt_kind, ckpt); ++i)
-    f(ActivationCheckpoints::staging_name(i), BT * C);
+    a(ActivationCheckpoints::staging_name(i), BT * C);
   const int sets = ckpt == ActivationCheckpointing::off ? cfg.n_layer : 1;
   for (int i = 0; i < sets; ++i) {
-    f(act_name("ln1", i), BT * C);
+    a(act_name("ln1", i), BT * C);
     f(act_name("ln1 mean", i), BT);
     f(act_name("ln1 rstd", i), BT);
-    f(act_name("qkv", i), BT * 3 * C);
-    f(act_name("attention output", i), BT * C);
-    f(act_name("attention probabilities", i), attention_saved_floats(device, B, NH, T));
-    f(act_name("residual after attention", i), BT * C);
-    f(act_name("ln2", i), BT * C);
+    a(act_name("qkv", i), BT * 3 * C);
+    a(act_name("attention output", i), BT * C);
+    f(act_name("attention probabilities", i), attention_saved_floats(device, att, pr.act));
+    a(act_name("residual after attention", i), BT * C);
+    a(act_name("ln2", i), BT * C);
     f(act_name("ln2 mean", i), BT);
     f(act_name("ln2 rstd", i), BT);
-    f(act_name("mlp hidden", i), BT * 4 * C);
-    f(act_name("mlp gelu", i), BT * 4 * C);
+    a(act_name("mlp hidden", i), BT * 4 * C);
+    a(act_name("mlp gelu", i), BT * 4 * C);
   }
-  f("activations final layernorm", BT * C);
+  a("activations final layernorm", BT * C);
   f("activations final layernorm mean", BT);
   f("activations final layernorm rstd", BT);
-  f("activations logits", std::size_t(logits_rows(cfg, s)) * Vp);
+  a("activations logits", std::size_t(logits_rows(cfg, s)) * Vp);
   f("activations losses", BT);
   f("activations input tokens", BT);  // int32
   f("activations target tokens", BT);
-  f("activations residual gradient", BT * C);
-  f("activations layernorm gradient", BT * C);
-  f("activations attention output gradient", BT * C);
-  f("activations qkv gradient", BT * 3 * C);
-  f("activations mlp hidden gradient", BT * 4 * C);
-  f("activations attention probability gradient", attention_scratch_floats(device, B, NH, T));
-  if (dt != DType::f32) {
+  a("activations residual gradient", BT * C);
+  a("activations layernorm gradient", BT * C);
+  a("activations attention output gradient", BT * C);
+  a("activations qkv gradient", BT * 3 * C);
+  a("activations mlp hidden gradient", BT * 4 * C);
+  f("activations attention scratch", attention_scratch_floats(device, att, pr.act));
+  if (pr.act != pr.param) {  // fp32 activations of 16-bit parameters: each product's inputs cast first
     v.push_back({"activations low-precision matmul input", kActs, MemoryKind::device, BT * 4 * C * 2});
     v.push_back({"activations low-precision gradient", kActs, MemoryKind::device,
                  std::max<std::size_t>(std::size_t(logits_rows(cfg, s)) * Vp, BT * 4 * C) * 2});
   }
   std::size_t ws = 0;
-  for (const GemmShape& g : gemm_shapes(cfg, s)) ws = std::max(ws, gemm_workspace_floats(device, dt, g));
+  for (const GemmShape& g : gemm_shapes(cfg, s, pr.act)) ws = std::max(ws, gemm_workspace_floats(device, pr.param, g));
   if (ws) v.push_back({"matmul workspace", "matmul workspace", MemoryKind::device, ws * 4});
   return v;
 }
 
 std::vector<int> Gpt::gradient_order(const ParamLayout& layout) { return layout.backward_order(); }
 
-Gpt::Gpt(Device& dev, const ModelConfig& cfg, ModelShape shape, DType dt, ActivationCheckpointing ckpt,
+Gpt::Gpt(Device& dev, const ModelConfig& cfg, ModelShape shape, Precision pr, ActivationCheckpointing ckpt,
          MemoryKind ckpt_kind)
-    : own_(std::make_unique<PlannedBuffers>(dev, buffers(cfg, shape, dt, ckpt, ckpt_kind, dev.kind()))),
-      dev_(dev), be_(dev.backend()), cfg_(cfg), layout_(gpt_layout(cfg, &off_)), shape_(shape), dtype_(dt),
-      ckpt_(ckpt), ckpt_kind_(ckpt_kind) {
+    : own_(std::make_unique<PlannedBuffers>(dev, buffers(cfg, shape, pr, ckpt, ckpt_kind, dev.kind()))),
+      dev_(dev), be_(dev.backend()), cfg_(cfg), layout_(gpt_layout(cfg, &off_)), shape_(shape), dtype_(pr.param),
+      act_(pr.act), ckpt_(ckpt), ckpt_kind_(ckpt_kind) {
   init(*own_);
   own_->expect_all_taken();
 }
 
-Gpt::Gpt(Device& dev, const ModelConfig& cfg, ModelShape shape, DType dt, ActivationCheckpointing ckpt,
+Gpt::Gpt(Device& dev, const ModelConfig& cfg, ModelShape shape, Precision pr, ActivationCheckpointing ckpt,
          PlannedBuffers& planned, MemoryKind ckpt_kind)
-    : dev_(dev), be_(dev.backend()), cfg_(cfg), layout_(gpt_layout(cfg, &off_)), shape_(shape), dtype_(dt),
-      ckpt_(ckpt), ckpt_kind_(ckpt_kind) {
+    : dev_(dev), be_(dev.backend()), cfg_(cfg), layout_(gpt_layout(cfg, &off_)), shape_(shape), dtype_(pr.param),
+      act_(pr.act), ckpt_(ckpt), ckpt_kind_(ckpt_kind) {
   init(planned);
 }
 
@@ -119,9 +125,8 @@ void Gpt::init(PlannedBuffers& planned) {
   TZ_CHECK(shape_.B >= 1, "micro-batch must be at least 1, got ", shape_.B);
   TZ_CHECK(shape_.T >= 1 && shape_.T <= cfg_.max_seq_len, "seq-len ", shape_.T, " must be in [1, ", cfg_.max_seq_len,
            "] (the model's position table); raise --seq-len of the model or lower the batch's");
-  TZ_CHECK(dtype_ == DType::f32 || dtype_ == DType::bf16 || dtype_ == DType::f16, "unsupported compute dtype ",
-           dtype_name(dtype_));
-  const std::vector<BufferSpec> specs = buffers(cfg_, shape_, dtype_, ckpt_, ckpt_kind_, dev_.kind());
+  check_precision({dtype_, act_});
+  const std::vector<BufferSpec> specs = buffers(cfg_, shape_, {dtype_, act_}, ckpt_, ckpt_kind_, dev_.kind());
   act_bytes_ = total_bytes(specs, MemoryKind::device);
   offloaded_ckpt_bytes_ = total_bytes(specs, MemoryKind::pinned_host);
   take_buffers(planned);
@@ -129,38 +134,39 @@ void Gpt::init(PlannedBuffers& planned) {
 
 void Gpt::take_buffers(PlannedBuffers& planned) {
   auto f = [&](const std::string& name) { return planned.take<float>(name); };
-  ckpts_ = std::make_unique<ActivationCheckpoints>(dev_, cfg_.n_layer, ckpt_kind_, ckpt_, planned);
+  auto a = [&](const std::string& name) { return planned.take_as(name, act_); };
+  ckpts_ = std::make_unique<ActivationCheckpoints>(dev_, cfg_.n_layer, ckpt_kind_, ckpt_, act_, planned);
   const int sets = ckpt_ == ActivationCheckpointing::off ? cfg_.n_layer : 1;
   acts_.resize(sets);
   for (int i = 0; i < sets; ++i) {
-    BlockActs& a = acts_[i];
-    a.ln1 = f(act_name("ln1", i));
-    a.ln1_mean = f(act_name("ln1 mean", i));
-    a.ln1_rstd = f(act_name("ln1 rstd", i));
-    a.qkv = f(act_name("qkv", i));
-    a.atty = f(act_name("attention output", i));
-    a.att = f(act_name("attention probabilities", i));
-    a.res2 = f(act_name("residual after attention", i));
-    a.ln2 = f(act_name("ln2", i));
-    a.ln2_mean = f(act_name("ln2 mean", i));
-    a.ln2_rstd = f(act_name("ln2 rstd", i));
-    a.fch = f(act_name("mlp hidden", i));
-    a.fch_gelu = f(act_name("mlp gelu", i));
+    BlockActs& b = acts_[i];
+    b.ln1 = a(act_name("ln1", i));
+    b.ln1_mean = f(act_name("ln1 mean", i));
+    b.ln1_rstd = f(act_name("ln1 rstd", i));
+    b.qkv = a(act_name("qkv", i));
+    b.atty = a(act_name("attention output", i));
+    b.att = f(act_name("attention probabilities", i));
+    b.res2 = a(act_name("residual after attention", i));
+    b.ln2 = a(act_name("ln2", i));
+    b.ln2_mean = f(act_name("ln2 mean", i));
+    b.ln2_rstd = f(act_name("ln2 rstd", i));
+    b.fch = a(act_name("mlp hidden", i));
+    b.fch_gelu = a(act_name("mlp gelu", i));
   }
-  lnf_ = f("activations final layernorm");
+  lnf_ = a("activations final layernorm");
   lnf_mean_ = f("activations final layernorm mean");
   lnf_rstd_ = f("activations final layernorm rstd");
-  logits_ = f("activations logits");
+  logits_ = a("activations logits");
   losses_ = f("activations losses");
   inputs_ = planned.take<std::int32_t>("activations input tokens");
   targets_ = planned.take<std::int32_t>("activations target tokens");
-  dres_ = f("activations residual gradient");
-  dln_ = f("activations layernorm gradient");
-  datty_ = f("activations attention output gradient");
-  dqkv_ = f("activations qkv gradient");
-  dfch_ = f("activations mlp hidden gradient");
-  datt_ = f("activations attention probability gradient");
-  if (dtype_ != DType::f32) {
+  dres_ = a("activations residual gradient");
+  dln_ = a("activations layernorm gradient");
+  datty_ = a("activations attention output gradient");
+  dqkv_ = a("activations qkv gradient");
+  dfch_ = a("activations mlp hidden gradient");
+  datt_ = f("activations attention scratch");
+  if (act_ != dtype_) {
     lp_act_ = planned.take<std::uint16_t>("activations low-precision matmul input");
     lp_grad_ = planned.take<std::uint16_t>("activations low-precision gradient");
   }
@@ -176,16 +182,16 @@ Gpt::~Gpt() {
 
 LmHead Gpt::lm_head(CView x, CView head) {
   return {shape_.B * shape_.T, cfg_.n_embd, cfg_.vocab_size, cfg_.padded_vocab_size, logits_rows(cfg_, shape_), x,
-          head, logits_.data(), losses_.data(), targets_.data(), dloss_};
+          head, logits_, losses_.data(), targets_.data(), dloss_};
 }
 
-CView Gpt::lowp(Stream& s, const float* x, void* scratch, std::size_t n) {
-  if (dtype_ == DType::f32) return cview(x);
-  be_.cast(s, scratch, dtype_, x, DType::f32, n);
+CView Gpt::lowp(Stream& s, CView x, void* scratch, std::size_t n) {
+  if (x.dtype == dtype_) return x;
+  be_.cast(s, scratch, dtype_, x.ptr, x.dtype, n);
   return {scratch, dtype_};
 }
 
-void Gpt::linear_forward(Stream& s, float* out, const float* inp, void* inp_lp, CView w, CView b, int IC, int OC,
+void Gpt::linear_forward(Stream& s, View out, CView inp, void* inp_lp, CView w, CView b, int IC, int OC,
                          Accumulate acc) {
   const int BT = shape_.B * shape_.T;
   CView x = lowp(s, inp, inp_lp, std::size_t(BT) * IC);
@@ -193,23 +199,27 @@ void Gpt::linear_forward(Stream& s, float* out, const float* inp, void* inp_lp, 
   be_.add_bias(s, out, b, BT, OC);
 }
 
-void Gpt::block_forward(Stream& s, int layer, CView p, const float* res_in, BlockActs& a, float* res_out) {
+// out = x, a copy in the activation dtype (the residual the next projection adds into).
+void Gpt::copy_acts(Stream& s, View out, CView x, std::size_t n) {
+  be_.copy_async(s, out.ptr, x.ptr, n * dtype_size(act_));
+}
+
+void Gpt::block_forward(Stream& s, int layer, CView p, CView res_in, BlockActs& a, View res_out) {
   const int B = shape_.B, T = shape_.T, BT = B * T, C = cfg_.n_embd, NH = cfg_.n_head;
   const BlockOffsets& o = off_.block;
   void* lp = lp_act_.data();
-  be_.layernorm_forward(s, a.ln1.data(), a.ln1_mean.data(), a.ln1_rstd.data(), res_in, offset(p, o.ln1_w),
+  be_.layernorm_forward(s, a.ln1, a.ln1_mean.data(), a.ln1_rstd.data(), res_in, offset(p, o.ln1_w),
                         offset(p, o.ln1_b), BT, C);
-  linear_forward(s, a.qkv.data(), a.ln1.data(), lp, offset(p, o.qkv_w), offset(p, o.qkv_b), C, 3 * C, Accumulate::no);
-  be_.attention_forward(s, a.atty.data(), a.att.data(), a.qkv.data(), B, T, C, NH);
-  be_.cast(s, a.res2.data(), DType::f32, res_in, DType::f32, std::size_t(BT) * C);
-  linear_forward(s, a.res2.data(), a.atty.data(), lp, offset(p, o.attproj_w), offset(p, o.attproj_b), C, C,
-                 Accumulate::yes);
-  be_.layernorm_forward(s, a.ln2.data(), a.ln2_mean.data(), a.ln2_rstd.data(), a.res2.data(), offset(p, o.ln2_w),
+  linear_forward(s, a.qkv, a.ln1, lp, offset(p, o.qkv_w), offset(p, o.qkv_b), C, 3 * C, Accumulate::no);
+  be_.attention_forward(s, a.atty, a.att.data(), datt_.data(), a.qkv, B, T, C, NH);
+  copy_acts(s, a.res2, res_in, std::size_t(BT) * C);
+  linear_forward(s, a.res2, a.atty, lp, offset(p, o.attproj_w), offset(p, o.attproj_b), C, C, Accumulate::yes);
+  be_.layernorm_forward(s, a.ln2, a.ln2_mean.data(), a.ln2_rstd.data(), a.res2, offset(p, o.ln2_w),
                         offset(p, o.ln2_b), BT, C);
-  linear_forward(s, a.fch.data(), a.ln2.data(), lp, offset(p, o.fc_w), offset(p, o.fc_b), C, 4 * C, Accumulate::no);
-  be_.gelu_forward(s, a.fch_gelu.data(), a.fch.data(), std::size_t(BT) * 4 * C);
-  be_.cast(s, res_out, DType::f32, a.res2.data(), DType::f32, std::size_t(BT) * C);
-  linear_forward(s, res_out, a.fch_gelu.data(), lp, offset(p, o.fcproj_w), offset(p, o.fcproj_b), 4 * C, C,
+  linear_forward(s, a.fch, a.ln2, lp, offset(p, o.fc_w), offset(p, o.fc_b), C, 4 * C, Accumulate::no);
+  be_.gelu_forward(s, a.fch_gelu, a.fch, std::size_t(BT) * 4 * C);
+  copy_acts(s, res_out, a.res2, std::size_t(BT) * C);
+  linear_forward(s, res_out, a.fch_gelu, lp, offset(p, o.fcproj_w), offset(p, o.fcproj_b), 4 * C, C,
                  Accumulate::yes);
 }
 
@@ -237,26 +247,26 @@ void Gpt::forward(ParamProvider& params, const std::int32_t* inputs, const std::
     int g = layout_.block_group(l);
     CView p = params.acquire(g, Pass::forward);
     BlockActs& a = acts_[ckpt_ == ActivationCheckpointing::off ? l : 0];
-    const float* in = ck.reading(l);
+    const CView in = ck.reading(l);
     block_forward(s, l, p, in, a, ck.write(s, l + 1));
     ck.written(s, l + 1);
     params.release(g, Pass::forward);
   }
   const int fn = layout_.final_norm_group();
   CView pf = params.acquire(fn, Pass::forward);
-  be_.layernorm_forward(s, lnf_.data(), lnf_mean_.data(), lnf_rstd_.data(), ck.reading(cfg_.n_layer),
+  be_.layernorm_forward(s, lnf_, lnf_mean_.data(), lnf_rstd_.data(), ck.reading(cfg_.n_layer),
                         offset(pf, off_.lnf_w), offset(pf, off_.lnf_b), BT, C);
   params.release(fn, Pass::forward);
   // The LM head and the loss, chunk by chunk of rows: each chunk's logits become its gradient in place;
   // the last chunk's stays for backward.
   dloss_ = dloss_scale / float(BT);
-  lm_head_forward(be_, s, lm_head(lowp(s, lnf_.data(), lp_act_.data(), std::size_t(BT) * C), offset(pe, off_.wte)));
+  lm_head_forward(be_, s, lm_head(lowp(s, lnf_, lp_act_.data(), std::size_t(BT) * C), offset(pe, off_.wte)));
   params.release(emb, Pass::forward);
   be_.sum(s, loss_sum, losses_.data(), BT);
   ck.finish_forward(s);
 }
 
-void Gpt::block_backward(Stream& s, int layer, CView p, float* g, const float* res_in, BlockActs& a, float* dres) {
+void Gpt::block_backward(Stream& s, int layer, CView p, float* g, CView res_in, BlockActs& a, View dres) {
   const int B = shape_.B, T = shape_.T, BT = B * T, C = cfg_.n_embd, NH = cfg_.n_head;
   const BlockOffsets& o = off_.block;
   const std::size_t nC = std::size_t(BT) * C, n4C = nC * 4, n3C = nC * 3;
@@ -265,32 +275,31 @@ void Gpt::block_backward(Stream& s, int layer, CView p, float* g, const float* r
 
   // MLP projection: res_out = res2 + fch_gelu @ Wfcp + b
   CView dy = lowp(s, dres, lpg, nC);
-  be_.gemm(s, Trans::no, Trans::yes, BT, 4 * C, C, dy, offset(p, o.fcproj_w), dfch_.data(), Accumulate::no);
-  be_.gemm(s, Trans::yes, Trans::no, 4 * C, C, BT, lowp(s, a.fch_gelu.data(), lpa, n4C), dy, g + o.fcproj_w,
+  be_.gemm(s, Trans::no, Trans::yes, BT, 4 * C, C, dy, offset(p, o.fcproj_w), dfch_, Accumulate::no);
+  be_.gemm(s, Trans::yes, Trans::no, 4 * C, C, BT, lowp(s, a.fch_gelu, lpa, n4C), dy, g + o.fcproj_w,
            Accumulate::yes);
   be_.bias_backward(s, g + o.fcproj_b, dres, BT, C);
-  be_.gelu_backward(s, dfch_.data(), a.fch.data(), dfch_.data(), n4C);
+  be_.gelu_backward(s, dfch_, a.fch, dfch_, n4C);
   // MLP expansion: fch = ln2 @ Wfc + b
-  dy = lowp(s, dfch_.data(), lpg, n4C);
-  be_.gemm(s, Trans::no, Trans::yes, BT, C, 4 * C, dy, offset(p, o.fc_w), dln_.data(), Accumulate::no);
-  be_.gemm(s, Trans::yes, Trans::no, C, 4 * C, BT, lowp(s, a.ln2.data(), lpa, nC), dy, g + o.fc_w, Accumulate::yes);
-  be_.bias_backward(s, g + o.fc_b, dfch_.data(), BT, 4 * C);
-  be_.layernorm_backward(s, dres, g + o.ln2_w, g + o.ln2_b, dln_.data(), a.res2.data(), offset(p, o.ln2_w),
-                         a.ln2_mean.data(), a.ln2_rstd.data(), BT, C);
+  dy = lowp(s, dfch_, lpg, n4C);
+  be_.gemm(s, Trans::no, Trans::yes, BT, C, 4 * C, dy, offset(p, o.fc_w), dln_, Accumulate::no);
+  be_.gemm(s, Trans::yes, Trans::no, C, 4 * C, BT, lowp(s, a.ln2, lpa, nC), dy, g + o.fc_w, Accumulate::yes);
+  be_.bias_backward(s, g + o.fc_b, dfch_, BT, 4 * C);
+  be_.layernorm_backward(s, dres, g + o.ln2_w, g + o.ln2_b, dln_, a.res2, offset(p, o.ln2_w), a.ln2_mean.data(),
+                         a.ln2_rstd.data(), BT, C);
   // Attention projection: res2 = res_in + atty @ Wproj + b
   dy = lowp(s, dres, lpg, nC);
-  be_.gemm(s, Trans::no, Trans::yes, BT, C, C, dy, offset(p, o.attproj_w), datty_.data(), Accumulate::no);
-  be_.gemm(s, Trans::yes, Trans::no, C, C, BT, lowp(s, a.atty.data(), lpa, nC), dy, g + o.attproj_w, Accumulate::yes);
+  be_.gemm(s, Trans::no, Trans::yes, BT, C, C, dy, offset(p, o.attproj_w), datty_, Accumulate::no);
+  be_.gemm(s, Trans::yes, Trans::no, C, C, BT, lowp(s, a.atty, lpa, nC), dy, g + o.attproj_w, Accumulate::yes);
   be_.bias_backward(s, g + o.attproj_b, dres, BT, C);
-  be_.attention_backward(s, dqkv_.data(), datt_.data(), datty_.data(), a.qkv.data(), a.atty.data(), a.att.data(), B, T, C,
-                         NH);
+  be_.attention_backward(s, dqkv_, datt_.data(), datty_, a.qkv, a.atty, a.att.data(), B, T, C, NH);
   // QKV: qkv = ln1 @ Wqkv + b
-  dy = lowp(s, dqkv_.data(), lpg, n3C);
-  be_.gemm(s, Trans::no, Trans::yes, BT, C, 3 * C, dy, offset(p, o.qkv_w), dln_.data(), Accumulate::no);
-  be_.gemm(s, Trans::yes, Trans::no, C, 3 * C, BT, lowp(s, a.ln1.data(), lpa, nC), dy, g + o.qkv_w, Accumulate::yes);
-  be_.bias_backward(s, g + o.qkv_b, dqkv_.data(), BT, 3 * C);
-  be_.layernorm_backward(s, dres, g + o.ln1_w, g + o.ln1_b, dln_.data(), res_in, offset(p, o.ln1_w),
-                         a.ln1_mean.data(), a.ln1_rstd.data(), BT, C);
+  dy = lowp(s, dqkv_, lpg, n3C);
+  be_.gemm(s, Trans::no, Trans::yes, BT, C, 3 * C, dy, offset(p, o.qkv_w), dln_, Accumulate::no);
+  be_.gemm(s, Trans::yes, Trans::no, C, 3 * C, BT, lowp(s, a.ln1, lpa, nC), dy, g + o.qkv_w, Accumulate::yes);
+  be_.bias_backward(s, g + o.qkv_b, dqkv_, BT, 3 * C);
+  be_.layernorm_backward(s, dres, g + o.ln1_w, g + o.ln1_b, dln_, res_in, offset(p, o.ln1_w), a.ln1_mean.data(),
+                         a.ln1_rstd.data(), BT, C);
 }
 
 void Gpt::backward(ParamProvider& params, Stream& s) {
@@ -306,17 +315,15 @@ void Gpt::backward(ParamProvider& params, Stream& s) {
   ck.start_backward(s);  // on the host tier, the last checkpoints go up while the LM head runs
   CView pe = params.acquire(emb, Pass::backward);
   float* ge = params.grad(emb);
-  lm_head_backward(be_, s, lm_head(lowp(s, lnf_.data(), lp_act_.data(), nC), offset(pe, off_.wte)),
-                   [&](const float* g, std::size_t n) { return lowp(s, g, lp_grad_.data(), n); }, dln_.data(),
-                   ge + off_.wte);
+  lm_head_backward(be_, s, lm_head(lowp(s, lnf_, lp_act_.data(), nC), offset(pe, off_.wte)),
+                   [&](CView g, std::size_t n) { return lowp(s, g, lp_grad_.data(), n); }, dln_, ge + off_.wte);
   params.release(emb, Pass::backward);
 
   CView pf = params.acquire(fn, Pass::backward);
   float* gf = params.grad(fn);
-  be_.fill(s, dres_.data(), 0.0f, nC);
-  be_.layernorm_backward(s, dres_.data(), gf + off_.lnf_w, gf + off_.lnf_b, dln_.data(),
-                         ck.load(s, cfg_.n_layer), offset(pf, off_.lnf_w), lnf_mean_.data(),
-                         lnf_rstd_.data(), BT, C);
+  be_.fill(s, dres_, 0.0f, nC);
+  be_.layernorm_backward(s, dres_, gf + off_.lnf_w, gf + off_.lnf_b, dln_, ck.load(s, cfg_.n_layer),
+                         offset(pf, off_.lnf_w), lnf_mean_.data(), lnf_rstd_.data(), BT, C);
   ck.done(s, cfg_.n_layer);
   params.release(fn, Pass::backward);
   params.grad_ready(fn);
@@ -326,15 +333,15 @@ void Gpt::backward(ParamProvider& params, Stream& s) {
     CView p = params.acquire(g, Pass::backward);
     BlockActs& a = acts_[ckpt_ == ActivationCheckpointing::off ? l : 0];
     // Recompute this block's activations from its checkpointed input (the output is not needed).
-    const float* in = ck.load(s, l);
+    const CView in = ck.load(s, l);
     if (ckpt_ == ActivationCheckpointing::per_block) block_forward(s, l, p, in, a, ck.recompute_output(l));
-    block_backward(s, l, p, params.grad(g), in, a, dres_.data());
+    block_backward(s, l, p, params.grad(g), in, a, dres_);
     ck.done(s, l);
     params.release(g, Pass::backward);
     params.grad_ready(g);
   }
 
-  be_.encoder_backward(s, ge + off_.wte, ge + off_.wpe, dres_.data(), inputs_.data(), B, T, C);
+  be_.encoder_backward(s, ge + off_.wte, ge + off_.wpe, dres_, inputs_.data(), B, T, C);
   params.grad_ready(emb);
 }
 

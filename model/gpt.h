@@ -18,17 +18,17 @@ namespace tz {
 class Gpt final : public Model {
  public:
   // Every buffer the model allocates (activations, checkpoints, scratch), for the memory plan.
-  // param_dtype: the working dtype of parameters and matmul inputs (f32, bf16 or f16); activations
-  // and gradients are fp32. checkpoint_kind: where the per-block checkpoints (the residual stream
+  // pr: the working dtype of parameters and matmul inputs (f32, bf16 or f16) and that of activations and
+  // their gradients (the same, or fp32). checkpoint_kind: where the per-block checkpoints (the residual stream
   // entering each block) live: device memory, or the host tier when activations are offloaded (then
   // with device staging buffers the kernels use instead: see ActivationCheckpoints).
   // `device` decides the matmul workspace (the products whose 16-bit inputs it widens).
-  static std::vector<BufferSpec> buffers(const ModelConfig& cfg, ModelShape shape, DType param_dtype,
+  static std::vector<BufferSpec> buffers(const ModelConfig& cfg, ModelShape shape, Precision pr,
                                          ActivationCheckpointing ckpt,
                                          MemoryKind checkpoint_kind = MemoryKind::device,
                                          DeviceKind device = DeviceKind::cpu);
-  // Every matrix product forward and backward run.
-  static std::vector<GemmShape> gemm_shapes(const ModelConfig& cfg, ModelShape shape);
+  // Every matrix product forward and backward run, activations' outputs in `act`.
+  static std::vector<GemmShape> gemm_shapes(const ModelConfig& cfg, ModelShape shape, DType act);
   // Rows of logits the LM head materialises at once: all B*T rows while they fit kLmHeadChunkBytes, else
   // chunks of this many rows (forward keeps only each chunk's losses; backward recomputes the chunks
   // but the last, whose gradient forward left in place).
@@ -39,10 +39,10 @@ class Gpt final : public Model {
   static std::vector<int> gradient_order(const ParamLayout& layout);
 
   // Takes every buffer buffers() lists from `planned` (which the caller checks is then complete).
-  Gpt(Device& dev, const ModelConfig& cfg, ModelShape shape, DType param_dtype, ActivationCheckpointing ckpt,
+  Gpt(Device& dev, const ModelConfig& cfg, ModelShape shape, Precision pr, ActivationCheckpointing ckpt,
       PlannedBuffers& planned, MemoryKind checkpoint_kind = MemoryKind::device);
   // The same with a plan of its own (tests and benchmarks that run the model alone).
-  Gpt(Device& dev, const ModelConfig& cfg, ModelShape shape, DType param_dtype, ActivationCheckpointing ckpt,
+  Gpt(Device& dev, const ModelConfig& cfg, ModelShape shape, Precision pr, ActivationCheckpointing ckpt,
       MemoryKind checkpoint_kind = MemoryKind::device);
   ~Gpt();  // takes its workspace back from the backend
   Gpt(const Gpt&) = delete;
@@ -52,6 +52,7 @@ class Gpt final : public Model {
   const ParamLayout& layout() const override { return layout_; }
   ModelShape shape() const override { return shape_; }
   DType param_dtype() const { return dtype_; }
+  DType act_dtype() const { return act_; }
 
   std::size_t activation_bytes() const override { return act_bytes_; }
   std::size_t offloaded_checkpoint_bytes() const override { return offloaded_ckpt_bytes_; }
@@ -65,12 +66,14 @@ class Gpt final : public Model {
   struct BlockActs;
   void init(PlannedBuffers& planned);
   void take_buffers(PlannedBuffers& planned);
-  void block_forward(Stream& s, int layer, CView p, const float* res_in, BlockActs& a, float* res_out);
-  void block_backward(Stream& s, int layer, CView p, float* g, const float* res_in, BlockActs& a, float* dres);
+  void block_forward(Stream& s, int layer, CView p, CView res_in, BlockActs& a, View res_out);
+  void block_backward(Stream& s, int layer, CView p, float* g, CView res_in, BlockActs& a, View dres);
   // out[BT, OC] (+)= inp[BT, IC] @ W[IC, OC] + b, with inp cast to the working dtype when needed.
-  void linear_forward(Stream& s, float* out, const float* inp, void* inp_lp, CView w, CView b, int IC, int OC,
+  void linear_forward(Stream& s, View out, CView inp, void* inp_lp, CView w, CView b, int IC, int OC,
                       Accumulate acc);
-  CView lowp(Stream& s, const float* x, void* scratch, std::size_t n);
+  // x in the working dtype: itself, or (fp32 activations of 16-bit parameters) cast into scratch.
+  CView lowp(Stream& s, CView x, void* scratch, std::size_t n);
+  void copy_acts(Stream& s, View out, CView x, std::size_t n);
   // The LM head's arguments over this model's buffers (model/lm_head.h).
   LmHead lm_head(CView x, CView head);
 
@@ -81,19 +84,22 @@ class Gpt final : public Model {
   GptOffsets off_;      // before layout_, whose initialiser fills it
   ParamLayout layout_;
   ModelShape shape_;
-  DType dtype_;
+  DType dtype_;  // parameters and matmul inputs
+  DType act_;    // activations and their gradients
   ActivationCheckpointing ckpt_;
   MemoryKind ckpt_kind_;
   std::size_t act_bytes_ = 0, offloaded_ckpt_bytes_ = 0;
 
   std::unique_ptr<ActivationCheckpoints> ckpts_;  // L+1 residual streams [BT, C]; [0] is the embedding output
   std::vector<BlockActs> acts_;          // L sets, or 1 shared set with checkpointing
-  Buffer<float> lnf_, lnf_mean_, lnf_rstd_, logits_, losses_;
+  DynBuffer lnf_, logits_;
+  Buffer<float> lnf_mean_, lnf_rstd_, losses_;
   float dloss_ = 0;  // forward's loss-gradient factor, for backward's recomputed logits chunks
   Buffer<std::int32_t> inputs_, targets_;
   // backward scratch
-  Buffer<float> dres_, dln_, datty_, dqkv_, dfch_, datt_;
-  Buffer<std::uint16_t> lp_act_;   // low-precision copy of a matmul input (bf16/fp16 runs only)
+  DynBuffer dres_, dln_, datty_, dqkv_, dfch_;
+  Buffer<float> datt_;             // the attention's scratch
+  Buffer<std::uint16_t> lp_act_;   // low-precision copy of a matmul input (fp32 activations, 16-bit parameters)
   Buffer<std::uint16_t> lp_grad_;  // low-precision copy of an output gradient
   Buffer<float> gemm_workspace_;   // widened matmul inputs, where the device widens them
 };

@@ -81,7 +81,7 @@ class Gpt2Family final : public ModelFamily {
 
   std::vector<int> gradient_order(const ParamLayout& layout) const override { return Gpt::gradient_order(layout); }
 
-  std::vector<BufferSpec> buffers(const ModelConfig& c, ModelShape s, DType dt, ActivationCheckpointing ckpt,
+  std::vector<BufferSpec> buffers(const ModelConfig& c, ModelShape s, Precision dt, ActivationCheckpointing ckpt,
                                   MemoryKind ckpt_kind, DeviceKind device) const override {
     return Gpt::buffers(c, s, dt, ckpt, ckpt_kind, device);
   }
@@ -110,7 +110,7 @@ class Gpt2Family final : public ModelFamily {
     init_gpt_group(c, layout, seed, g, values);
   }
 
-  std::unique_ptr<Model> make(Device& dev, const ModelConfig& c, ModelShape s, DType dt,
+  std::unique_ptr<Model> make(Device& dev, const ModelConfig& c, ModelShape s, Precision dt,
                               ActivationCheckpointing ckpt, PlannedBuffers& planned,
                               MemoryKind ckpt_kind) const override {
     return std::make_unique<Gpt>(dev, c, s, dt, ckpt, planned, ckpt_kind);

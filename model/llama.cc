@@ -10,8 +10,10 @@
 
 namespace tz {
 
+// Activations in the run's activation dtype; statistics and the attention's saved rows in fp32.
 struct Llama::BlockActs {
-  Buffer<float> norm1, rstd1, qkv, atty, att, res2, norm2, rstd2, gate_up, hidden;
+  DynBuffer norm1, qkv, atty, res2, norm2, gate_up, hidden;
+  Buffer<float> rstd1, att, rstd2;
 };
 
 struct Llama::Offsets {
@@ -38,91 +40,93 @@ std::size_t offset_of(const ParamLayout& L, const std::string& name) {
 
 int Llama::logits_rows(const ModelConfig& c, ModelShape s) { return lm_head_rows(c.padded_vocab_size, s); }
 
-std::vector<GemmShape> Llama::gemm_shapes(const ModelConfig& c, ModelShape s) {
+std::vector<GemmShape> Llama::gemm_shapes(const ModelConfig& c, ModelShape s, DType act) {
   const LlamaDims d = LlamaDims::of(c);
   const int BT = s.B * s.T, C = d.C, Q = d.H * d.hd, QKV = Q + 2 * d.KV * d.hd, I = d.I, Vp = c.padded_vocab_size;
   const Trans N = Trans::no, T = Trans::yes;
   std::vector<GemmShape> v;
   for (auto [in, out] : {std::pair{C, QKV}, {Q, C}, {C, 2 * I}, {I, C}}) {
-    v.push_back({N, T, BT, out, in});  // forward
-    v.push_back({N, N, BT, in, out});  // input gradient
-    v.push_back({T, N, out, in, BT});  // weight gradient
+    v.push_back({N, T, BT, out, in, act});         // forward
+    v.push_back({N, N, BT, in, out, act});         // input gradient
+    v.push_back({T, N, out, in, BT, DType::f32});  // weight gradient
   }
   const int R = logits_rows(c, s);
   std::vector<int> rows{R};
   if (BT % R) rows.push_back(BT % R);
   for (int r : rows) {
-    v.push_back({N, T, r, Vp, C});
-    v.push_back({N, N, r, C, Vp});
-    v.push_back({T, N, Vp, C, r});
+    v.push_back({N, T, r, Vp, C, act});
+    v.push_back({N, N, r, C, Vp, act});
+    v.push_back({T, N, Vp, C, r, DType::f32});
   }
   return v;
 }
 
-std::vector<BufferSpec> Llama::buffers(const ModelConfig& c, ModelShape s, DType dt, ActivationCheckpointing ckpt,
+std::vector<BufferSpec> Llama::buffers(const ModelConfig& c, ModelShape s, Precision pr, ActivationCheckpointing ckpt,
                                        MemoryKind ckpt_kind, DeviceKind device) {
   const LlamaDims d = LlamaDims::of(c);
   const std::size_t B = s.B, T = s.T, BT = B * T, C = d.C, Q = std::size_t(d.H) * d.hd,
                     QKV = Q + 2 * std::size_t(d.KV) * d.hd, I = d.I, Vp = c.padded_vocab_size;
-  const std::size_t rows = logits_rows(c, s);
+  const std::size_t rows = logits_rows(c, s), act = dtype_size(pr.act);
+  const AttentionShape att{s.B, s.T, d.H, d.KV, d.hd};
   std::vector<BufferSpec> v;
   auto f = [&](std::string name, std::size_t floats) { v.push_back({std::move(name), kActs, MemoryKind::device, floats * 4}); };
+  auto a = [&](std::string name, std::size_t n) { v.push_back({std::move(name), kActs, MemoryKind::device, n * act}); };
   for (int l = 0; l <= c.n_layer; ++l)
     v.push_back({ActivationCheckpoints::checkpoint_name(l),
-                 ckpt_kind == MemoryKind::device ? kActs : "activation checkpoints", ckpt_kind, BT * C * 4});
+                 ckpt_kind == MemoryKind::device ? kActs : "activation checkpoints", ckpt_kind, BT * C * act});
   for (int i = 0; i < ActivationCheckpoints::staging_count(ckpt_kind, ckpt); ++i)
-    f(ActivationCheckpoints::staging_name(i), BT * C);
+    a(ActivationCheckpoints::staging_name(i), BT * C);
   const int sets = ckpt == ActivationCheckpointing::off ? c.n_layer : 1;
   for (int i = 0; i < sets; ++i) {
-    f(set_name("norm1", i), BT * C);
+    a(set_name("norm1", i), BT * C);
     f(set_name("norm1 rstd", i), BT);
-    f(set_name("qkv", i), BT * QKV);
-    f(set_name("attention output", i), BT * Q);
-    f(set_name("attention probabilities", i), attention_saved_floats(device, B, d.H, T));
-    f(set_name("residual after attention", i), BT * C);
-    f(set_name("norm2", i), BT * C);
+    a(set_name("qkv", i), BT * QKV);
+    a(set_name("attention output", i), BT * Q);
+    f(set_name("attention probabilities", i), attention_saved_floats(device, att, pr.act));
+    a(set_name("residual after attention", i), BT * C);
+    a(set_name("norm2", i), BT * C);
     f(set_name("norm2 rstd", i), BT);
-    f(set_name("mlp gate and up", i), BT * 2 * I);
-    f(set_name("mlp hidden", i), BT * I);
+    a(set_name("mlp gate and up", i), BT * 2 * I);
+    a(set_name("mlp hidden", i), BT * I);
   }
-  f("activations final norm", BT * C);
+  a("activations final norm", BT * C);
   f("activations final norm rstd", BT);
-  f("activations logits", rows * Vp);
+  a("activations logits", rows * Vp);
   f("activations losses", BT);
   f("activations input tokens", BT);  // int32
   f("activations target tokens", BT);
   f("activations rope table", 2 * T * (d.hd / 2));
-  f("activations residual gradient", BT * C);
-  f("activations norm gradient", BT * C);
-  f("activations attention output gradient", BT * Q);
-  f("activations qkv gradient", BT * QKV);
-  f("activations mlp gate and up gradient", BT * 2 * I);
-  f("activations mlp hidden gradient", BT * I);
-  f("activations attention probability gradient", attention_scratch_floats(device, B, d.H, T));
-  if (dt != DType::f32) {
+  a("activations residual gradient", BT * C);
+  a("activations norm gradient", BT * C);
+  a("activations attention output gradient", BT * Q);
+  a("activations qkv gradient", BT * QKV);
+  a("activations mlp gate and up gradient", BT * 2 * I);
+  a("activations mlp hidden gradient", BT * I);
+  f("activations attention scratch", attention_scratch_floats(device, att, pr.act));
+  if (pr.act != pr.param) {  // fp32 activations of 16-bit parameters: each product's inputs cast first
     v.push_back({"activations low-precision matmul input", kActs, MemoryKind::device, BT * std::max({C, Q, I}) * 2});
     v.push_back({"activations low-precision gradient", kActs, MemoryKind::device,
                  std::max(rows * Vp, BT * std::max({C, QKV, 2 * I})) * 2});
   }
   std::size_t ws = 0;
-  for (const GemmShape& g : gemm_shapes(c, s)) ws = std::max(ws, gemm_workspace_floats(device, dt, g));
+  for (const GemmShape& g : gemm_shapes(c, s, pr.act)) ws = std::max(ws, gemm_workspace_floats(device, pr.param, g));
   if (ws) v.push_back({"matmul workspace", "matmul workspace", MemoryKind::device, ws * 4});
   return v;
 }
 
-Llama::Llama(Device& dev, const ModelConfig& cfg, ModelShape shape, DType dt, ActivationCheckpointing ckpt,
+Llama::Llama(Device& dev, const ModelConfig& cfg, ModelShape shape, Precision pr, ActivationCheckpointing ckpt,
              MemoryKind ckpt_kind)
-    : own_(std::make_unique<PlannedBuffers>(dev, buffers(cfg, shape, dt, ckpt, ckpt_kind, dev.kind()))),
+    : own_(std::make_unique<PlannedBuffers>(dev, buffers(cfg, shape, pr, ckpt, ckpt_kind, dev.kind()))),
       dev_(dev), be_(dev.backend()), cfg_(cfg), d_(LlamaDims::of(cfg)), layout_(llama_layout(cfg)), shape_(shape),
-      dtype_(dt), ckpt_(ckpt), ckpt_kind_(ckpt_kind) {
+      dtype_(pr.param), act_(pr.act), ckpt_(ckpt), ckpt_kind_(ckpt_kind) {
   init(*own_);
   own_->expect_all_taken();
 }
 
-Llama::Llama(Device& dev, const ModelConfig& cfg, ModelShape shape, DType dt, ActivationCheckpointing ckpt,
+Llama::Llama(Device& dev, const ModelConfig& cfg, ModelShape shape, Precision pr, ActivationCheckpointing ckpt,
              PlannedBuffers& planned, MemoryKind ckpt_kind)
     : dev_(dev), be_(dev.backend()), cfg_(cfg), d_(LlamaDims::of(cfg)), layout_(llama_layout(cfg)), shape_(shape),
-      dtype_(dt), ckpt_(ckpt), ckpt_kind_(ckpt_kind) {
+      dtype_(pr.param), act_(pr.act), ckpt_(ckpt), ckpt_kind_(ckpt_kind) {
   init(planned);
 }
 
@@ -134,8 +138,7 @@ void Llama::init(PlannedBuffers& planned) {
   TZ_CHECK(shape_.B >= 1, "micro-batch must be at least 1, got ", shape_.B);
   TZ_CHECK(shape_.T >= 1 && shape_.T <= cfg_.max_seq_len, "seq-len ", shape_.T, " must be in [1, ", cfg_.max_seq_len,
            "] (the model's max_position_embeddings)");
-  TZ_CHECK(dtype_ == DType::f32 || dtype_ == DType::bf16 || dtype_ == DType::f16, "unsupported compute dtype ",
-           dtype_name(dtype_));
+  check_precision({dtype_, act_});
   TZ_CHECK(cfg_.sliding_window == 0 || shape_.T <= cfg_.sliding_window, "seq-len ", shape_.T,
            " is longer than the model's attention window (sliding_window ", cfg_.sliding_window,
            "), which is not built: train with --seq-len ", cfg_.sliding_window, " or less");
@@ -160,42 +163,43 @@ void Llama::init(PlannedBuffers& planned) {
                offset_of(layout_, p + "mlp.up_proj.weight") == o.wgu + I * C,
            "the Llama layout must keep q/k/v and gate/up back to back");
 
-  const std::vector<BufferSpec> specs = buffers(cfg_, shape_, dtype_, ckpt_, ckpt_kind_, dev_.kind());
+  const std::vector<BufferSpec> specs = buffers(cfg_, shape_, {dtype_, act_}, ckpt_, ckpt_kind_, dev_.kind());
   act_bytes_ = total_bytes(specs, MemoryKind::device);
   offloaded_ckpt_bytes_ = total_bytes(specs, MemoryKind::pinned_host);
 
   auto f = [&](const std::string& name) { return planned.take<float>(name); };
-  ckpts_ = std::make_unique<ActivationCheckpoints>(dev_, cfg_.n_layer, ckpt_kind_, ckpt_, planned);
+  auto a = [&](const std::string& name) { return planned.take_as(name, act_); };
+  ckpts_ = std::make_unique<ActivationCheckpoints>(dev_, cfg_.n_layer, ckpt_kind_, ckpt_, act_, planned);
   const int sets = ckpt_ == ActivationCheckpointing::off ? cfg_.n_layer : 1;
   acts_.resize(sets);
   for (int i = 0; i < sets; ++i) {
-    BlockActs& a = acts_[i];
-    a.norm1 = f(set_name("norm1", i));
-    a.rstd1 = f(set_name("norm1 rstd", i));
-    a.qkv = f(set_name("qkv", i));
-    a.atty = f(set_name("attention output", i));
-    a.att = f(set_name("attention probabilities", i));
-    a.res2 = f(set_name("residual after attention", i));
-    a.norm2 = f(set_name("norm2", i));
-    a.rstd2 = f(set_name("norm2 rstd", i));
-    a.gate_up = f(set_name("mlp gate and up", i));
-    a.hidden = f(set_name("mlp hidden", i));
+    BlockActs& b = acts_[i];
+    b.norm1 = a(set_name("norm1", i));
+    b.rstd1 = f(set_name("norm1 rstd", i));
+    b.qkv = a(set_name("qkv", i));
+    b.atty = a(set_name("attention output", i));
+    b.att = f(set_name("attention probabilities", i));
+    b.res2 = a(set_name("residual after attention", i));
+    b.norm2 = a(set_name("norm2", i));
+    b.rstd2 = f(set_name("norm2 rstd", i));
+    b.gate_up = a(set_name("mlp gate and up", i));
+    b.hidden = a(set_name("mlp hidden", i));
   }
-  norm_ = f("activations final norm");
+  norm_ = a("activations final norm");
   norm_rstd_ = f("activations final norm rstd");
-  logits_ = f("activations logits");
+  logits_ = a("activations logits");
   losses_ = f("activations losses");
   inputs_ = planned.take<std::int32_t>("activations input tokens");
   targets_ = planned.take<std::int32_t>("activations target tokens");
   rope_ = f("activations rope table");
-  dres_ = f("activations residual gradient");
-  dnorm_ = f("activations norm gradient");
-  datty_ = f("activations attention output gradient");
-  dqkv_ = f("activations qkv gradient");
-  dgate_up_ = f("activations mlp gate and up gradient");
-  dhidden_ = f("activations mlp hidden gradient");
-  datt_ = f("activations attention probability gradient");
-  if (dtype_ != DType::f32) {
+  dres_ = a("activations residual gradient");
+  dnorm_ = a("activations norm gradient");
+  datty_ = a("activations attention output gradient");
+  dqkv_ = a("activations qkv gradient");
+  dgate_up_ = a("activations mlp gate and up gradient");
+  dhidden_ = a("activations mlp hidden gradient");
+  datt_ = f("activations attention scratch");
+  if (act_ != dtype_) {
     lp_act_ = planned.take<std::uint16_t>("activations low-precision matmul input");
     lp_grad_ = planned.take<std::uint16_t>("activations low-precision gradient");
   }
@@ -210,24 +214,24 @@ void Llama::init(PlannedBuffers& planned) {
 
 LmHead Llama::lm_head(CView x, CView head) {
   return {shape_.B * shape_.T, d_.C, cfg_.vocab_size, cfg_.padded_vocab_size, logits_rows(cfg_, shape_), x, head,
-          logits_.data(), losses_.data(), targets_.data(), dloss_};
+          logits_, losses_.data(), targets_.data(), dloss_};
 }
 
-CView Llama::lowp(Stream& s, const float* x, void* scratch, std::size_t n) {
-  if (dtype_ == DType::f32) return cview(x);
-  be_.cast(s, scratch, dtype_, x, DType::f32, n);
+CView Llama::lowp(Stream& s, CView x, void* scratch, std::size_t n) {
+  if (x.dtype == dtype_) return x;
+  be_.cast(s, scratch, dtype_, x.ptr, x.dtype, n);
   return {scratch, dtype_};
 }
 
-void Llama::linear(Stream& s, float* out, const float* inp, CView w, const CView* b, int IC, int OC, Accumulate acc) {
+void Llama::linear(Stream& s, View out, CView inp, CView w, const CView* b, int IC, int OC, Accumulate acc) {
   const int BT = shape_.B * shape_.T;
   const CView x = lowp(s, inp, lp_act_.data(), std::size_t(BT) * IC);
   be_.gemm(s, Trans::no, Trans::yes, BT, OC, IC, x, w, out, acc);
   if (b) be_.add_bias(s, out, *b, BT, OC);
 }
 
-void Llama::linear_backward(Stream& s, float* din, Accumulate din_acc, float* dw, float* db, const float* dout,
-                            const float* inp, CView w, int IC, int OC) {
+void Llama::linear_backward(Stream& s, View din, Accumulate din_acc, float* dw, float* db, CView dout, CView inp,
+                            CView w, int IC, int OC) {
   const int BT = shape_.B * shape_.T;
   const CView dy = lowp(s, dout, lp_grad_.data(), std::size_t(BT) * OC);
   be_.gemm(s, Trans::no, Trans::no, BT, IC, OC, dy, w, din, din_acc);
@@ -236,25 +240,25 @@ void Llama::linear_backward(Stream& s, float* din, Accumulate din_acc, float* dw
   if (db) be_.bias_backward(s, db, dout, BT, OC);
 }
 
-void Llama::block_forward(Stream& s, CView p, const float* res_in, BlockActs& a, float* res_out) {
+void Llama::block_forward(Stream& s, CView p, CView res_in, BlockActs& a, View res_out) {
   const int B = shape_.B, T = shape_.T, BT = B * T, C = d_.C, H = d_.H, KV = d_.KV, hd = d_.hd, I = d_.I;
   const int Q = H * hd, QKV = Q + 2 * KV * hd;
+  const std::size_t nC = std::size_t(BT) * C;
   const Offsets& o = *off_;
   const float eps = float(cfg_.norm_eps);
   const CView bqkv = offset(p, o.bqkv), bo = offset(p, o.bo), bgu = offset(p, o.bgu), bd = offset(p, o.bd);
-  be_.rmsnorm_forward(s, a.norm1.data(), a.rstd1.data(), res_in, offset(p, o.norm1), BT, C, eps);
-  linear(s, a.qkv.data(), a.norm1.data(), offset(p, o.wqkv), cfg_.qkv_bias ? &bqkv : nullptr, C, QKV, Accumulate::no);
-  be_.rope(s, a.qkv.data(), rope_.data(), BT, T, H, hd, QKV, false);
-  be_.rope(s, a.qkv.data() + Q, rope_.data(), BT, T, KV, hd, QKV, false);
-  be_.attention_forward(s, a.atty.data(), a.att.data(), a.qkv.data(), AttentionShape{B, T, H, KV, hd});
-  be_.cast(s, a.res2.data(), DType::f32, res_in, DType::f32, std::size_t(BT) * C);
-  linear(s, a.res2.data(), a.atty.data(), offset(p, o.wo), cfg_.o_bias ? &bo : nullptr, Q, C, Accumulate::yes);
-  be_.rmsnorm_forward(s, a.norm2.data(), a.rstd2.data(), a.res2.data(), offset(p, o.norm2), BT, C, eps);
-  linear(s, a.gate_up.data(), a.norm2.data(), offset(p, o.wgu), cfg_.mlp_bias ? &bgu : nullptr, C, 2 * I,
-         Accumulate::no);
-  be_.swiglu_forward(s, a.hidden.data(), a.gate_up.data(), BT, I);
-  be_.cast(s, res_out, DType::f32, a.res2.data(), DType::f32, std::size_t(BT) * C);
-  linear(s, res_out, a.hidden.data(), offset(p, o.wd), cfg_.mlp_bias ? &bd : nullptr, I, C, Accumulate::yes);
+  be_.rmsnorm_forward(s, a.norm1, a.rstd1.data(), res_in, offset(p, o.norm1), BT, C, eps);
+  linear(s, a.qkv, a.norm1, offset(p, o.wqkv), cfg_.qkv_bias ? &bqkv : nullptr, C, QKV, Accumulate::no);
+  be_.rope(s, a.qkv, rope_.data(), BT, T, H, hd, QKV, false);
+  be_.rope(s, a.qkv.at(Q), rope_.data(), BT, T, KV, hd, QKV, false);
+  be_.attention_forward(s, a.atty, a.att.data(), datt_.data(), a.qkv, AttentionShape{B, T, H, KV, hd});
+  be_.copy_async(s, a.res2.data(), res_in.ptr, nC * dtype_size(act_));
+  linear(s, a.res2, a.atty, offset(p, o.wo), cfg_.o_bias ? &bo : nullptr, Q, C, Accumulate::yes);
+  be_.rmsnorm_forward(s, a.norm2, a.rstd2.data(), a.res2, offset(p, o.norm2), BT, C, eps);
+  linear(s, a.gate_up, a.norm2, offset(p, o.wgu), cfg_.mlp_bias ? &bgu : nullptr, C, 2 * I, Accumulate::no);
+  be_.swiglu_forward(s, a.hidden, a.gate_up, BT, I);
+  be_.copy_async(s, res_out.ptr, a.res2.data(), nC * dtype_size(act_));
+  linear(s, res_out, a.hidden, offset(p, o.wd), cfg_.mlp_bias ? &bd : nullptr, I, C, Accumulate::yes);
 }
 
 void Llama::forward(ParamProvider& params, const std::int32_t* inputs, const std::int32_t* targets, float dloss_scale,
@@ -290,39 +294,38 @@ void Llama::forward(ParamProvider& params, const std::int32_t* inputs, const std
   }
   const int fn = layout_.final_norm_group();
   const CView pf = params.acquire(fn, Pass::forward);
-  be_.rmsnorm_forward(s, norm_.data(), norm_rstd_.data(), ck.reading(cfg_.n_layer), offset(pf, o.final_norm), BT, C,
+  be_.rmsnorm_forward(s, norm_, norm_rstd_.data(), ck.reading(cfg_.n_layer), offset(pf, o.final_norm), BT, C,
                       float(cfg_.norm_eps));
   params.release(fn, Pass::forward);
   dloss_ = dloss_scale / float(BT);
-  lm_head_forward(be_, s, lm_head(lowp(s, norm_.data(), lp_act_.data(), std::size_t(BT) * C), offset(pe, o.head)));
+  lm_head_forward(be_, s, lm_head(lowp(s, norm_, lp_act_.data(), std::size_t(BT) * C), offset(pe, o.head)));
   params.release(emb, Pass::forward);
   be_.sum(s, loss_sum, losses_.data(), BT);
   ck.finish_forward(s);
 }
 
-void Llama::block_backward(Stream& s, CView p, float* g, const float* res_in, BlockActs& a, float* dres) {
+void Llama::block_backward(Stream& s, CView p, float* g, CView res_in, BlockActs& a, View dres) {
   const int B = shape_.B, T = shape_.T, BT = B * T, C = d_.C, H = d_.H, KV = d_.KV, hd = d_.hd, I = d_.I;
   const int Q = H * hd, QKV = Q + 2 * KV * hd;
   const Offsets& o = *off_;
   // down: res_out = res2 + hidden W_d^T
-  linear_backward(s, dhidden_.data(), Accumulate::no, g + o.wd, cfg_.mlp_bias ? g + o.bd : nullptr, dres,
-                  a.hidden.data(), offset(p, o.wd), I, C);
-  be_.swiglu_backward(s, dgate_up_.data(), a.gate_up.data(), dhidden_.data(), BT, I);
+  linear_backward(s, dhidden_, Accumulate::no, g + o.wd, cfg_.mlp_bias ? g + o.bd : nullptr, dres, a.hidden,
+                  offset(p, o.wd), I, C);
+  be_.swiglu_backward(s, dgate_up_, a.gate_up, dhidden_, BT, I);
   // gate and up: gate_up = norm2 W_gu^T
-  linear_backward(s, dnorm_.data(), Accumulate::no, g + o.wgu, cfg_.mlp_bias ? g + o.bgu : nullptr,
-                  dgate_up_.data(), a.norm2.data(), offset(p, o.wgu), C, 2 * I);
-  be_.rmsnorm_backward(s, dres, g + o.norm2, dnorm_.data(), a.res2.data(), offset(p, o.norm2), a.rstd2.data(), BT, C);
+  linear_backward(s, dnorm_, Accumulate::no, g + o.wgu, cfg_.mlp_bias ? g + o.bgu : nullptr, dgate_up_, a.norm2,
+                  offset(p, o.wgu), C, 2 * I);
+  be_.rmsnorm_backward(s, dres, g + o.norm2, dnorm_, a.res2, offset(p, o.norm2), a.rstd2.data(), BT, C);
   // output projection: res2 = res_in + atty W_o^T
-  linear_backward(s, datty_.data(), Accumulate::no, g + o.wo, cfg_.o_bias ? g + o.bo : nullptr, dres, a.atty.data(),
+  linear_backward(s, datty_, Accumulate::no, g + o.wo, cfg_.o_bias ? g + o.bo : nullptr, dres, a.atty,
                   offset(p, o.wo), Q, C);
-  be_.attention_backward(s, dqkv_.data(), datt_.data(), datty_.data(), a.qkv.data(), a.atty.data(), a.att.data(),
-                         AttentionShape{B, T, H, KV, hd});
+  be_.attention_backward(s, dqkv_, datt_.data(), datty_, a.qkv, a.atty, a.att.data(), AttentionShape{B, T, H, KV, hd});
   // Through the rotation (its transpose), then q/k/v: qkv = norm1 W_qkv^T
-  be_.rope(s, dqkv_.data(), rope_.data(), BT, T, H, hd, QKV, true);
-  be_.rope(s, dqkv_.data() + Q, rope_.data(), BT, T, KV, hd, QKV, true);
-  linear_backward(s, dnorm_.data(), Accumulate::no, g + o.wqkv, cfg_.qkv_bias ? g + o.bqkv : nullptr, dqkv_.data(),
-                  a.norm1.data(), offset(p, o.wqkv), C, QKV);
-  be_.rmsnorm_backward(s, dres, g + o.norm1, dnorm_.data(), res_in, offset(p, o.norm1), a.rstd1.data(), BT, C);
+  be_.rope(s, dqkv_, rope_.data(), BT, T, H, hd, QKV, true);
+  be_.rope(s, dqkv_.at(Q), rope_.data(), BT, T, KV, hd, QKV, true);
+  linear_backward(s, dnorm_, Accumulate::no, g + o.wqkv, cfg_.qkv_bias ? g + o.bqkv : nullptr, dqkv_, a.norm1,
+                  offset(p, o.wqkv), C, QKV);
+  be_.rmsnorm_backward(s, dres, g + o.norm1, dnorm_, res_in, offset(p, o.norm1), a.rstd1.data(), BT, C);
 }
 
 void Llama::backward(ParamProvider& params, Stream& s) {
@@ -336,14 +339,13 @@ void Llama::backward(ParamProvider& params, Stream& s) {
   ck.start_backward(s);
   const CView pe = params.acquire(emb, Pass::backward);
   float* ge = params.grad(emb);
-  lm_head_backward(be_, s, lm_head(lowp(s, norm_.data(), lp_act_.data(), nC), offset(pe, o.head)),
-                   [&](const float* g, std::size_t n) { return lowp(s, g, lp_grad_.data(), n); }, dnorm_.data(),
-                   ge + o.head);
+  lm_head_backward(be_, s, lm_head(lowp(s, norm_, lp_act_.data(), nC), offset(pe, o.head)),
+                   [&](CView g, std::size_t n) { return lowp(s, g, lp_grad_.data(), n); }, dnorm_, ge + o.head);
   params.release(emb, Pass::backward);
 
   const CView pf = params.acquire(fn, Pass::backward);
-  be_.fill(s, dres_.data(), 0.0f, nC);
-  be_.rmsnorm_backward(s, dres_.data(), params.grad(fn) + o.final_norm, dnorm_.data(), ck.load(s, cfg_.n_layer),
+  be_.fill(s, dres_, 0.0f, nC);
+  be_.rmsnorm_backward(s, dres_, params.grad(fn) + o.final_norm, dnorm_, ck.load(s, cfg_.n_layer),
                        offset(pf, o.final_norm), norm_rstd_.data(), BT, C);
   ck.done(s, cfg_.n_layer);
   params.release(fn, Pass::backward);
@@ -353,15 +355,15 @@ void Llama::backward(ParamProvider& params, Stream& s) {
     const int g = layout_.block_group(l);
     const CView p = params.acquire(g, Pass::backward);
     BlockActs& a = acts_[ckpt_ == ActivationCheckpointing::off ? l : 0];
-    const float* in = ck.load(s, l);
+    const CView in = ck.load(s, l);
     if (ckpt_ == ActivationCheckpointing::per_block) block_forward(s, p, in, a, ck.recompute_output(l));
-    block_backward(s, p, params.grad(g), in, a, dres_.data());
+    block_backward(s, p, params.grad(g), in, a, dres_);
     ck.done(s, l);
     params.release(g, Pass::backward);
     params.grad_ready(g);
   }
 
-  be_.encoder_backward(s, ge + o.embed, nullptr, dres_.data(), inputs_.data(), B, T, C);
+  be_.encoder_backward(s, ge + o.embed, nullptr, dres_, inputs_.data(), B, T, C);
   params.grad_ready(emb);
 }
 

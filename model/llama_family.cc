@@ -115,7 +115,7 @@ class LlamaFamily final : public ModelFamily {
   ParamLayout layout(const ModelConfig& c) const override { return llama_layout(c); }
   std::vector<int> gradient_order(const ParamLayout& layout) const override { return layout.backward_order(); }
 
-  std::vector<BufferSpec> buffers(const ModelConfig& c, ModelShape s, DType dt, ActivationCheckpointing ckpt,
+  std::vector<BufferSpec> buffers(const ModelConfig& c, ModelShape s, Precision dt, ActivationCheckpointing ckpt,
                                   MemoryKind ckpt_kind, DeviceKind device) const override {
     return Llama::buffers(c, s, dt, ckpt, ckpt_kind, device);
   }
@@ -161,7 +161,7 @@ class LlamaFamily final : public ModelFamily {
     }
   }
 
-  std::unique_ptr<Model> make(Device& dev, const ModelConfig& c, ModelShape s, DType dt, ActivationCheckpointing ckpt,
+  std::unique_ptr<Model> make(Device& dev, const ModelConfig& c, ModelShape s, Precision dt, ActivationCheckpointing ckpt,
                               PlannedBuffers& planned, MemoryKind ckpt_kind) const override {
     return std::make_unique<Llama>(dev, c, s, dt, ckpt, planned, ckpt_kind);
   }

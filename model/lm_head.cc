@@ -21,8 +21,8 @@ void lm_head_forward(Backend& be, Stream& s, const LmHead& h) {
   }
 }
 
-void lm_head_backward(Backend& be, Stream& s, const LmHead& h, const std::function<CView(const float*, std::size_t)>& lowp,
-                      float* dx, float* dhead) {
+void lm_head_backward(Backend& be, Stream& s, const LmHead& h, const std::function<CView(CView, std::size_t)>& lowp,
+                      View dx, float* dhead) {
   const int last = (h.BT - 1) / h.rows * h.rows;
   for (int r0 = last; r0 >= 0; r0 -= h.rows) {
     const int rows = std::min(h.rows, h.BT - r0);
@@ -32,7 +32,7 @@ void lm_head_backward(Backend& be, Stream& s, const LmHead& h, const std::functi
       be.softmax_xent(s, h.losses + r0, h.logits, h.targets + r0, rows, h.V, h.Vp, h.dloss);
     }
     const CView dlog = lowp(h.logits, std::size_t(rows) * h.Vp);
-    be.gemm(s, Trans::no, Trans::no, rows, h.C, h.Vp, dlog, h.head, dx + std::size_t(r0) * h.C, Accumulate::no);
+    be.gemm(s, Trans::no, Trans::no, rows, h.C, h.Vp, dlog, h.head, offset(dx, std::size_t(r0) * h.C), Accumulate::no);
     be.gemm(s, Trans::yes, Trans::no, h.Vp, h.C, rows, dlog, xr, dhead, Accumulate::yes);
   }
 }

@@ -23,7 +23,7 @@ struct LmHead {
   int rows;                      // lm_head_rows
   CView x;                       // the final norm's output in the working dtype, BT x C
   CView head;                    // the head matrix, Vp x C (a tied embedding, or lm_head)
-  float* logits;                 // rows x Vp
+  View logits;                   // rows x Vp, in the activation dtype
   float* losses;                 // BT per-row losses
   const std::int32_t* targets;   // BT
   float dloss;                   // the gradient scale of each row's loss (loss scale / BT)
@@ -31,9 +31,10 @@ struct LmHead {
 
 // Every row's loss into h.losses; the last chunk's logit gradient stays in h.logits.
 void lm_head_forward(Backend& be, Stream& s, const LmHead& h);
-// dx (BT x C) = the head's input gradient; dhead += the head's gradient. lowp casts a chunk's fp32 logit
-// gradient to the working dtype (as the products take it).
-void lm_head_backward(Backend& be, Stream& s, const LmHead& h, const std::function<CView(const float*, std::size_t)>& lowp,
-                      float* dx, float* dhead);
+// dx (BT x C, activation dtype) = the head's input gradient; dhead += the head's gradient. lowp hands a
+// chunk's logit gradient over in the working dtype (as the products take it: cast, when activations are
+// fp32 and parameters are not).
+void lm_head_backward(Backend& be, Stream& s, const LmHead& h, const std::function<CView(CView, std::size_t)>& lowp,
+                      View dx, float* dhead);
 
 }  // namespace tz

@@ -5,12 +5,28 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/dtype.h"
 #include "core/stream.h"
 #include "model/model_config.h"
 #include "model/param_layout.h"
 #include "model/param_provider.h"
 
 namespace tz {
+
+// The dtypes a model computes in: parameters and matrix-product inputs (param: fp32, bf16 or fp16) and
+// activations with their gradients (act: the param dtype, or fp32). One DType gives both; statistics,
+// losses and parameter gradients are fp32 whatever these are.
+struct Precision {
+  DType param = DType::f32;
+  DType act = DType::f32;
+  Precision() = default;
+  Precision(DType p) : param(p), act(p) {}  // NOLINT: implicit, the usual case
+  Precision(DType p, DType a) : param(p), act(a) {}
+  bool operator==(const Precision&) const = default;
+};
+
+// Throws naming the dtypes unless param is fp32, bf16 or fp16 and act is param or fp32.
+void check_precision(const Precision& p);
 
 struct ModelShape {
   int B = 4;   // micro-batch

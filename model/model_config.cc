@@ -2,6 +2,7 @@
 #include "model/model_config.h"
 
 #include "core/error.h"
+#include "model/model.h"
 #include "model/model_family.h"
 
 namespace tz {
@@ -35,6 +36,14 @@ std::vector<std::string> model_preset_names() {
   for (const std::string& f : model_family_names())
     for (const std::string& p : model_family(f).preset_names()) v.push_back(p);
   return v;
+}
+
+void check_precision(const Precision& p) {
+  TZ_CHECK(p.param == DType::f32 || p.param == DType::bf16 || p.param == DType::f16, "unsupported compute dtype ",
+           dtype_name(p.param), ": use fp32, bf16 or fp16");
+  TZ_CHECK(p.act == p.param || p.act == DType::f32, "activations in ", dtype_name(p.act), " with ",
+           dtype_name(p.param), " parameters are not built: activations are stored in the parameters' dtype or "
+           "in fp32");
 }
 
 }  // namespace tz

@@ -46,9 +46,10 @@ class ModelFamily {
   // The groups in the order backward reports their gradients ready.
   virtual std::vector<int> gradient_order(const ParamLayout& layout) const = 0;
   // Every buffer the model allocates (activations, checkpoints, scratch), for the memory plan; see
-  // Model. param_dtype: the working dtype of parameters and matmul inputs; checkpoint_kind: where
-  // the per-block activation checkpoints live; `device` sizes the attention's and the products' scratch.
-  virtual std::vector<BufferSpec> buffers(const ModelConfig& cfg, ModelShape shape, DType param_dtype,
+  // Model. pr: the working dtype of parameters and matmul inputs, and the activations' (Precision);
+  // checkpoint_kind: where the per-block activation checkpoints live; `device` sizes the attention's and
+  // the products' scratch.
+  virtual std::vector<BufferSpec> buffers(const ModelConfig& cfg, ModelShape shape, Precision pr,
                                           ActivationCheckpointing ckpt, MemoryKind checkpoint_kind,
                                           DeviceKind device) const = 0;
   // An upper bound, in floating point, of the bytes of buffers() with every block's set kept, computed
@@ -67,7 +68,7 @@ class ModelFamily {
                           std::vector<float>& values) const = 0;
 
   // The model, taking every buffer buffers() lists from `planned`.
-  virtual std::unique_ptr<Model> make(Device& dev, const ModelConfig& cfg, ModelShape shape, DType param_dtype,
+  virtual std::unique_ptr<Model> make(Device& dev, const ModelConfig& cfg, ModelShape shape, Precision pr,
                                       ActivationCheckpointing ckpt, PlannedBuffers& planned,
                                       MemoryKind checkpoint_kind) const = 0;
 

@@ -59,19 +59,20 @@ nlohmann::json run_gpu_attention_bench(Device& dev, const GpuLimits& limits, con
     TZ_CHECK(sh.B > 0 && sh.T > 0 && sh.NH > 0 && sh.C % sh.NH == 0, "attention shape B=", sh.B, " T=", sh.T,
              " C=", sh.C, " NH=", sh.NH, ": C must be a multiple of NH and every size positive");
     const std::size_t BT = std::size_t(sh.B) * sh.T;
+    const AttentionShape a = AttentionShape::multi_head(sh.B, sh.T, sh.C, sh.NH);
     Buffer<float> qkv(dev, BT * 3 * sh.C, "attention qkv"), o(dev, BT * sh.C, "attention out"),
         dout(dev, BT * sh.C, "attention dout"), dqkv(dev, BT * 3 * sh.C, "attention dqkv"),
-        saved(dev, attention_saved_floats(dev.kind(), sh.B, sh.NH, sh.T), "attention saved"),
-        scratch(dev, attention_scratch_floats(dev.kind(), sh.B, sh.NH, sh.T), "attention scratch");
+        saved(dev, attention_saved_floats(dev.kind(), a, DType::f32), "attention saved"),
+        scratch(dev, attention_scratch_floats(dev.kind(), a, DType::f32), "attention scratch");
     tile_qkv.fill(s, qkv.data(), DType::f32, qkv.size());
     tile_dout.fill(s, dout.data(), DType::f32, dout.size());
     const double fwd_ms = bench::ms_per_call(s, opt.warmup, opt.iters, opt.rounds, [&] {
-      be.attention_forward(s, o.data(), saved.data(), qkv.data(), sh.B, sh.T, sh.C, sh.NH);
+      be.attention_forward(s, o.data(), saved.data(), scratch.data(), qkv.data(), a);
     });
     // Backward reads the last forward's out and saved rows, which every forward above wrote alike.
     const double bwd_ms = bench::ms_per_call(s, opt.warmup, opt.iters, opt.rounds, [&] {
       be.attention_backward(s, dqkv.data(), scratch.data(), dout.data(), qkv.data(), o.data(), saved.data(),
-                            sh.B, sh.T, sh.C, sh.NH);
+                            a);
     });
     const bool ok = all_finite(dev, s, acc, host, o.data(), o.size()) &&
                     all_finite(dev, s, acc, host, dqkv.data(), dqkv.size());

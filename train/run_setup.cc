@@ -96,6 +96,7 @@ PlanInputs plan_inputs(const TrainOptions& opt, int world, int rank) {
   in.model = opt.model;
   in.shape = ModelShape{opt.micro_batch, opt.seq_len};
   in.dtype = opt.dtype;
+  in.fp32_activations = opt.fp32_activations;
   in.checkpointing = opt.checkpointing;
   in.zero = opt.zero;
   in.offload = opt.offload;
@@ -154,7 +155,7 @@ Run::Run(const TrainOptions& opt, Communicator& comm, const TrainHooks& hooks, c
   if (init_from) init_from->finish(comm);
   engine->set_host_comm(comm);
   const MemoryKind act_home = tier_memory(opt.offload.activations);
-  model = model_family(opt.model).make(*dev, opt.model, ModelShape{opt.micro_batch, opt.seq_len}, opt.dtype,
+  model = model_family(opt.model).make(*dev, opt.model, ModelShape{opt.micro_batch, opt.seq_len}, opt.precision(),
                                        opt.checkpointing, *planned, act_home);
   losses = planned->take<double>(kLossSums);
   readback = planned->take<double>(kLossReadback);

@@ -10,6 +10,7 @@
 #include "core/device.h"
 #include "core/dtype.h"
 #include "model/activation_checkpoints.h"
+#include "model/model.h"
 #include "model/model_config.h"
 #include "zero/lr_schedule.h"
 #include "zero/zero_options.h"
@@ -55,6 +56,10 @@ struct TrainOptions {
   bool shuffle = false;
   std::uint64_t seed = 1337;
   DType dtype = DType::f32;
+  // Activations and their gradients in fp32 rather than in dtype (--activation-dtype fp32; only a bf16
+  // or fp16 run has the choice).
+  bool fp32_activations = false;
+  Precision precision() const { return fp32_activations ? Precision{dtype, DType::f32} : Precision{dtype}; }
   ActivationCheckpointing checkpointing = ActivationCheckpointing::off;
   DeviceKind device = DeviceKind::cpu;
   bool tf32 = false;  // cuda: fp32 products may use TF32 (--tf32)

@@ -116,7 +116,7 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   p.buffers.push_back({kTokenStaging, "scalars", MemoryKind::pinned_host,
                        4 * std::size_t(in.shape.B) * in.shape.T * sizeof(std::int32_t)});
   const MemoryKind ckpt = tier_memory(in.offload.activations);
-  append(p.buffers, model_family(in.model).buffers(in.model, in.shape, in.dtype, in.checkpointing, ckpt, in.device));
+  append(p.buffers, model_family(in.model).buffers(in.model, in.shape, in.precision(), in.checkpointing, ckpt, in.device));
   return p;
 }
 

@@ -33,6 +33,8 @@ struct PlanInputs {
   ModelConfig model;
   ModelShape shape;
   DType dtype = DType::f32;
+  bool fp32_activations = false;  // activations in fp32 instead of dtype (--activation-dtype fp32)
+  Precision precision() const { return fp32_activations ? Precision{dtype, DType::f32} : Precision{dtype}; }
   ActivationCheckpointing checkpointing = ActivationCheckpointing::off;
   ZeroOptions zero;
   OffloadOptions offload;

@@ -3,11 +3,13 @@
 // tile of a key-value head for dK and dV (looping over the G query heads of its group in order, and for
 // each over the query tiles that see the keys) and one per query tile of a query head for dQ (looping
 // over the key tiles it sees). Both recompute P = exp(scale * q.k - lse) from forward's log-sum-exp
-// (exp is math::exp_f, as in forward and the cpu backend).
+// (exp is math::exp_f, as in forward and the cpu backend). qkv, out, dout and dqkv are the activation type
+// Act, widened to fp32 in shared memory; each gradient is rounded once to Act where it is written.
 #include <cmath>
 
 #include "core/cuda/attention_tiles.cuh"
 #include "core/cuda/kernels.h"
+#include "core/cuda/launch_config.h"
 #include "core/elementwise.h"
 
 namespace tz::cuda {
@@ -30,7 +32,8 @@ struct BackwardTile {
 
 // drow[(b * NH + h) * T + t] = sum_d dout * out over query head h's hs columns: one warp per row, lanes
 // strided over d, then a butterfly (fixed order).
-__global__ void attention_drow_kernel(float* drow, const float* dout, const float* out, std::size_t rows,
+template <typename Act>
+__global__ void attention_drow_kernel(float* drow, const Act* dout, const Act* out, std::size_t rows,
                                       attn::Dims dm) {
   const std::size_t row = (std::size_t(blockIdx.x) * blockDim.x + threadIdx.x) / 32;
   const int lane = threadIdx.x % 32;
@@ -41,7 +44,7 @@ __global__ void attention_drow_kernel(float* drow, const float* dout, const floa
   const std::size_t b = bh / dm.NH;
   const std::size_t off = (b * dm.T + t) * dm.O + dm.q_col(h);
   float acc = 0.0f;
-  for (int d = lane; d < dm.hs; d += 32) acc = fmaf(dout[off + d], out[off + d], acc);
+  for (int d = lane; d < dm.hs; d += 32) acc = fmaf(to_float(dout[off + d]), to_float(out[off + d]), acc);
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
   if (lane == 0) drow[row] = acc;
@@ -90,10 +93,10 @@ __device__ __forceinline__ void load_row_stats(float* slse, float* sd, const flo
 // kvh * G + G - 1, each by its query tiles from the one holding query k0 to the end; dK and dV stay in
 // registers across all of them (heads in order, then tiles in order: a fixed sum, no atomics) and are
 // written once (dK times scale). G == 1 is the plain multi-head loop.
-template <int HSP>
+template <typename Act, int HSP>
 __global__ void __launch_bounds__(kThreads)
-    attention_dkv_kernel(float* dqkv, const float* dout, const float* qkv, const float* lse,
-                         const float* drow, attn::Dims dm) {
+    attention_dkv_kernel(Act* dqkv, const Act* dout, const Act* qkv, const float* lse, const float* drow,
+                         attn::Dims dm) {
   using Tile = BackwardTile<HSP>;
   constexpr int BR = Tile::BR, BC = Tile::BC, LD = Tile::LD, LDS = Tile::LDS;
   constexpr int KM = BC / kSide, DN = HSP / kSide;
@@ -112,8 +115,8 @@ __global__ void __launch_bounds__(kThreads)
   const int k0 = blockIdx.y * BC;
   const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
   const std::size_t W = dm.W;
-  const float* rows = qkv + std::size_t(b) * T * W;
-  const float* drows = dout + std::size_t(b) * T * dm.O;
+  const Act* rows = qkv + std::size_t(b) * T * W;
+  const Act* drows = dout + std::size_t(b) * T * dm.O;
 
   attn::load_tile<BC, HSP>(sk, rows + dm.k_col(kvh), W, k0, T, hs);
   attn::load_tile<BC, HSP>(sv, rows + dm.v_col(kvh), W, k0, T, hs);
@@ -139,13 +142,13 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = 0; i < KM; ++i) {
     const int c = k0 + ty + kSide * i;
     if (c >= T) continue;
-    float* row = dqkv + (std::size_t(b) * T + c) * W;
+    Act* row = dqkv + (std::size_t(b) * T + c) * W;
 #pragma unroll
     for (int j = 0; j < DN; ++j) {
       const int d = tx + kSide * j;
       if (d < hs) {
-        row[dm.k_col(kvh) + d] = dk[i][j] * dm.scale;
-        row[dm.v_col(kvh) + d] = dv[i][j];
+        row[dm.k_col(kvh) + d] = from_float<Act>(dk[i][j] * dm.scale);
+        row[dm.v_col(kvh) + d] = from_float<Act>(dv[i][j]);
       }
     }
   }
@@ -153,9 +156,9 @@ __global__ void __launch_bounds__(kThreads)
 
 // grid: (B * NH, query tiles), the last (most keys) first. dQ stays in registers across the key tiles
 // 0 .. the tile's last query (of key-value head h / G) and is written once, times scale.
-template <int HSP>
+template <typename Act, int HSP>
 __global__ void __launch_bounds__(kThreads)
-    attention_dq_kernel(float* dqkv, const float* dout, const float* qkv, const float* lse, const float* drow,
+    attention_dq_kernel(Act* dqkv, const Act* dout, const Act* qkv, const float* lse, const float* drow,
                         attn::Dims dm) {
   using Tile = BackwardTile<HSP>;
   constexpr int BR = Tile::BR, BC = Tile::BC, LD = Tile::LD, LDS = Tile::LDS;
@@ -174,9 +177,9 @@ __global__ void __launch_bounds__(kThreads)
   const int q0 = (gridDim.y - 1 - blockIdx.y) * BR;
   const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
   const std::size_t W = dm.W;
-  const float* rows = qkv + std::size_t(b) * T * W;
-  const float* kbase = rows + dm.k_col(h / dm.G);
-  const float* vbase = rows + dm.v_col(h / dm.G);
+  const Act* rows = qkv + std::size_t(b) * T * W;
+  const Act* kbase = rows + dm.k_col(h / dm.G);
+  const Act* vbase = rows + dm.v_col(h / dm.G);
 
   attn::load_tile<BR, HSP>(sq, rows + dm.q_col(h), W, q0, T, hs);
   attn::load_tile<BR, HSP>(sdo, dout + std::size_t(b) * T * dm.O + dm.q_col(h), dm.O, q0, T, hs);
@@ -198,27 +201,27 @@ __global__ void __launch_bounds__(kThreads)
   for (int i = 0; i < RM; ++i) {
     const int r = q0 + ty + kSide * i;
     if (r >= T) continue;
-    float* row = dqkv + (std::size_t(b) * T + r) * W + dm.q_col(h);
+    Act* row = dqkv + (std::size_t(b) * T + r) * W + dm.q_col(h);
 #pragma unroll
     for (int j = 0; j < DN; ++j) {
       const int d = tx + kSide * j;
-      if (d < hs) row[d] = dq[i][j] * dm.scale;
+      if (d < hs) row[d] = from_float<Act>(dq[i][j] * dm.scale);
     }
   }
 }
 
-template <int HSP>
-void launch_backward(cudaStream_t s, float* dqkv, const float* drow, const float* dout, const float* qkv,
+template <typename Act, int HSP>
+void launch_backward(cudaStream_t s, Act* dqkv, const float* drow, const Act* dout, const Act* qkv,
                      const float* lse, int B, const attn::Dims& dm) {
   using Tile = BackwardTile<HSP>;
   const std::size_t smem = Tile::smem_floats * sizeof(float);
   const unsigned bh = unsigned(B * dm.NH), bkv = unsigned(B * dm.KVH);
-  const auto dkv = attention_dkv_kernel<HSP>;
+  const auto dkv = attention_dkv_kernel<Act, HSP>;
   attn::allow_shared_memory(dkv, smem);
   dkv<<<dim3(bkv, unsigned((dm.T + Tile::BC - 1) / Tile::BC)), kThreads, smem, s>>>(dqkv, dout, qkv, lse,
                                                                                     drow, dm);
   TZ_CUDA_CHECK(cudaGetLastError());
-  const auto dq = attention_dq_kernel<HSP>;
+  const auto dq = attention_dq_kernel<Act, HSP>;
   attn::allow_shared_memory(dq, smem);
   dq<<<dim3(bh, unsigned((dm.T + Tile::BR - 1) / Tile::BR)), kThreads, smem, s>>>(dqkv, dout, qkv, lse, drow,
                                                                                   dm);
@@ -227,37 +230,46 @@ void launch_backward(cudaStream_t s, float* dqkv, const float* drow, const float
 
 }  // namespace
 
-void attn::launch_drow(cudaStream_t s, float* drow, const float* dout, const float* out, int B,
-                       const Dims& dm) {
-  const std::size_t rows = std::size_t(B) * dm.NH * dm.T;
-  constexpr int kRowsPerBlock = kThreads / 32;
-  attention_drow_kernel<<<unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock), kThreads, 0, s>>>(
-      drow, dout, out, rows, dm);
-  TZ_CUDA_CHECK(cudaGetLastError());
+void attn::launch_drow(cudaStream_t s, float* drow, CView dout, CView out, int B, const Dims& dm) {
+  with_activation_type(
+      activation_dtype("attention_backward", dout, out), "attention_backward", [&](auto* type) {
+        using Act = pointee_t<decltype(type)>;
+        const std::size_t rows = std::size_t(B) * dm.NH * dm.T;
+        constexpr int kRowsPerBlock = kThreads / 32;
+        attention_drow_kernel<<<unsigned((rows + kRowsPerBlock - 1) / kRowsPerBlock), kThreads, 0, s>>>(
+            drow, static_cast<const Act*>(dout.ptr), static_cast<const Act*>(out.ptr), rows, dm);
+        TZ_CUDA_CHECK(cudaGetLastError());
+      });
 }
 
-void attention_backward(cudaStream_t s, float* dqkv, float* drow, const float* dout, const float* qkv,
-                        const float* out, const float* lse, const AttentionShape& a) {
+void attention_backward(cudaStream_t s, View dqkv, float* drow, CView dout, CView qkv, CView out,
+                        const float* lse, const AttentionShape& a) {
+  const DType act = activation_dtype("attention_backward", dqkv, dout, qkv, out);
   attn::check_shape(a);
   const int hsp = attn::padded_head_size(a.hd);
-  if (a.B == 0 || a.T == 0) return;
-  const int B = a.B;
-  const attn::Dims dm = attn::make_dims(a);
-
-  attn::launch_drow(s, drow, dout, out, B, dm);
-  // dK, dV and dQ write disjoint columns of dqkv (every column once: the q columns by their query head's
-  // blocks, the k and v ones by their key-value head's), so the two kernels only need the stream's order
-  // after drow.
-  switch (hsp) {
-    case 32:
-      return launch_backward<32>(s, dqkv, drow, dout, qkv, lse, B, dm);
-    case 64:
-      return launch_backward<64>(s, dqkv, drow, dout, qkv, lse, B, dm);
-    case 128:
-      return launch_backward<128>(s, dqkv, drow, dout, qkv, lse, B, dm);
-    default:
-      return launch_backward<256>(s, dqkv, drow, dout, qkv, lse, B, dm);
-  }
+  with_activation_type(act, "attention_backward", [&](auto* type) {
+    using Act = pointee_t<decltype(type)>;
+    if (a.B == 0 || a.T == 0) return;
+    const int B = a.B;
+    const attn::Dims dm = attn::make_dims(a);
+    attn::launch_drow(s, drow, dout, out, B, dm);
+    // dK, dV and dQ write disjoint columns of dqkv (every column once: the q columns by their query head's
+    // blocks, the k and v ones by their key-value head's), so the two kernels only need the stream's order
+    // after drow.
+    Act* dx = static_cast<Act*>(dqkv.ptr);
+    const Act* d = static_cast<const Act*>(dout.ptr);
+    const Act* x = static_cast<const Act*>(qkv.ptr);
+    switch (hsp) {
+      case 32:
+        return launch_backward<Act, 32>(s, dx, drow, d, x, lse, B, dm);
+      case 64:
+        return launch_backward<Act, 64>(s, dx, drow, d, x, lse, B, dm);
+      case 128:
+        return launch_backward<Act, 128>(s, dx, drow, d, x, lse, B, dm);
+      default:
+        return launch_backward<Act, 256>(s, dx, drow, d, x, lse, B, dm);
+    }
+  });
 }
 
 }  // namespace tz::cuda

@@ -2,7 +2,10 @@
 // loops (attention_forward_kernels.cu, attention_backward_kernels.cu) with every tile product done by
 // nvcuda::wmma on bf16 operands, fp32 accumulation. The softmax, lse, D and the masks stay in fp32 on
 // SIMT threads, which read the products' fp32 results back from shared memory. Grouped-query heads as
-// there: a dK/dV block loops over its key-value head's query heads in order. Still no atomics.
+// there: a dK/dV block loops over its key-value head's query heads in order. Still no atomics. qkv, out,
+// dout and dqkv are the activation type Act: bf16 ones go into the tiles as they are (no rounding, no
+// conversion pass), fp32 and fp16 ones are rounded to bf16 as they are loaded; out and dqkv are rounded
+// once to Act from the fp32 results.
 #include <cuda_bf16.h>
 #include <mma.h>
 
@@ -11,6 +14,7 @@
 
 #include "core/cuda/attention_math.h"
 #include "core/cuda/attention_tiles.cuh"
+#include "core/cuda/launch_config.h"
 #include "core/elementwise.h"
 
 namespace tz::cuda {
@@ -41,14 +45,20 @@ struct Layout {
   static constexpr std::size_t backward_bytes = 4 * H + 2 * F + 2 * P + 2 * kTile * 4;
 };
 
-// Rows [row0, row0 + 64), columns [0, hs) of a row-major fp32 matrix, rounded to bf16 (zeros past T, hs).
-template <int HSP>
-__device__ __forceinline__ void load_tile_bf16(bf16_t* dst, const float* src, std::size_t row_stride,
-                                               int row0, int T, int hs) {
+// An activation element as a tensor-core operand: bf16 bits as they are, fp32 rounded to nearest even,
+// fp16 widened (exactly) and then rounded.
+__device__ __forceinline__ bf16_t operand(float x) { return __float2bfloat16_rn(x); }
+__device__ __forceinline__ bf16_t operand(bf16 x) { return __ushort_as_bfloat16(x.bits); }
+__device__ __forceinline__ bf16_t operand(fp16 x) { return __float2bfloat16_rn(fp16_to_float(x)); }
+
+// Rows [row0, row0 + 64), columns [0, hs) of a row-major matrix of Act, as bf16 (zeros past T, hs).
+template <int HSP, typename Act>
+__device__ __forceinline__ void load_tile_bf16(bf16_t* dst, const Act* src, std::size_t row_stride, int row0,
+                                               int T, int hs) {
+  const bf16_t zero = __float2bfloat16_rn(0.0f);
   for (int idx = threadIdx.x; idx < kTile * HSP; idx += kThreads) {
     const int r = idx / HSP, d = idx % HSP, t = row0 + r;
-    dst[r * Layout<HSP>::LDH + d] =
-        __float2bfloat16_rn((t < T && d < hs) ? src[std::size_t(t) * row_stride + d] : 0.0f);
+    dst[r * Layout<HSP>::LDH + d] = (t < T && d < hs) ? operand(src[std::size_t(t) * row_stride + d]) : zero;
   }
 }
 
@@ -108,10 +118,10 @@ __device__ __forceinline__ void product_nt(float* c, const bf16_t* a, const bf16
   warp_store<kTile>(c, Layout<HSP>::LDF, acc);
 }
 
-// A staged fp32 [64][LDO] tile (rows ty + 16 i, columns tx + 16 j of this thread) to rows row0.. of a
-// global matrix with row_stride floats per row, columns < hs and rows < T only.
-template <int HSP>
-__device__ __forceinline__ void write_staged(float* dst, std::size_t row_stride, const float* stage, int row0,
+// A staged fp32 [64][LDO] tile (rows ty + 16 i, columns tx + 16 j of this thread) times mul, rounded to Act,
+// to rows row0.. of a global matrix with row_stride elements per row, columns < hs and rows < T only.
+template <int HSP, typename Act>
+__device__ __forceinline__ void write_staged(Act* dst, std::size_t row_stride, const float* stage, int row0,
                                              int T, int hs, float mul, int ty, int tx) {
 #pragma unroll
   for (int i = 0; i < kRM; ++i) {
@@ -120,14 +130,16 @@ __device__ __forceinline__ void write_staged(float* dst, std::size_t row_stride,
 #pragma unroll
     for (int j = 0; j < HSP / kSide; ++j) {
       const int d = tx + kSide * j;
-      if (d < hs) dst[std::size_t(r) * row_stride + d] = stage[(ty + kSide * i) * Layout<HSP>::LDO + d] * mul;
+      if (d < hs)
+        dst[std::size_t(r) * row_stride + d] =
+            from_float<Act>(stage[(ty + kSide * i) * Layout<HSP>::LDO + d] * mul);
     }
   }
 }
 
-template <int HSP>
+template <typename Act, int HSP>
 __global__ void __launch_bounds__(kThreads)
-    attention_forward_bf16_kernel(float* out, float* lse, const float* qkv, attn::Dims dm) {
+    attention_forward_bf16_kernel(Act* out, float* lse, const Act* qkv, attn::Dims dm) {
   using L = Layout<HSP>;
   constexpr int DN = HSP / kSide, CN = kTile / kSide;
   extern __shared__ __align__(128) unsigned char smem[];
@@ -143,9 +155,9 @@ __global__ void __launch_bounds__(kThreads)
   const int q0 = (gridDim.y - 1 - blockIdx.y) * kTile;
   const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
   const std::size_t W = dm.W;
-  const float* rows = qkv + std::size_t(b) * T * W;
-  const float* kbase = rows + dm.k_col(h / dm.G);
-  const float* vbase = rows + dm.v_col(h / dm.G);
+  const Act* rows = qkv + std::size_t(b) * T * W;
+  const Act* kbase = rows + dm.k_col(h / dm.G);
+  const Act* vbase = rows + dm.v_col(h / dm.G);
 
   load_tile_bf16<HSP>(sq, rows + dm.q_col(h), W, q0, T, hs);
   float o[kRM][DN] = {};
@@ -260,10 +272,10 @@ __device__ __forceinline__ void load_row_stats_bf16(float* slse, float* sd, cons
 
 // grid: (B * KVH, key tiles). dK and dV accumulate in fragments across the G query heads of the key-value
 // head, in order, and for each across the query tiles seeing the keys.
-template <int HSP>
+template <typename Act, int HSP>
 __global__ void __launch_bounds__(kThreads)
-    attention_dkv_bf16_kernel(float* dqkv, const float* dout, const float* qkv, const float* lse,
-                              const float* drow, attn::Dims dm) {
+    attention_dkv_bf16_kernel(Act* dqkv, const Act* dout, const Act* qkv, const float* lse, const float* drow,
+                              attn::Dims dm) {
   using L = Layout<HSP>;
   extern __shared__ __align__(128) unsigned char smem[];
   const BackwardSmem<HSP> sm(smem);
@@ -274,8 +286,8 @@ __global__ void __launch_bounds__(kThreads)
   const int k0 = blockIdx.y * kTile;
   const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
   const std::size_t W = dm.W;
-  const float* rows = qkv + std::size_t(b) * T * W;
-  const float* drows = dout + std::size_t(b) * T * dm.O;
+  const Act* rows = qkv + std::size_t(b) * T * W;
+  const Act* drows = dout + std::size_t(b) * T * dm.O;
 
   load_tile_bf16<HSP>(sk, rows + dm.k_col(kvh), W, k0, T, hs);
   load_tile_bf16<HSP>(sv, rows + dm.v_col(kvh), W, k0, T, hs);
@@ -303,7 +315,7 @@ __global__ void __launch_bounds__(kThreads)
 
   // Stage through the q and dout tiles (free now) to write only rows < T and columns < hs.
   float* stage = reinterpret_cast<float*>(sq);
-  float* grad = dqkv + std::size_t(b) * T * W;
+  Act* grad = dqkv + std::size_t(b) * T * W;
   __syncthreads();
   warp_store<HSP>(stage, L::LDO, dk);
   __syncthreads();
@@ -315,10 +327,10 @@ __global__ void __launch_bounds__(kThreads)
 }
 
 // grid: (B * NH, query tiles), the last first. dQ accumulates in fragments across the key tiles.
-template <int HSP>
+template <typename Act, int HSP>
 __global__ void __launch_bounds__(kThreads)
-    attention_dq_bf16_kernel(float* dqkv, const float* dout, const float* qkv, const float* lse,
-                             const float* drow, attn::Dims dm) {
+    attention_dq_bf16_kernel(Act* dqkv, const Act* dout, const Act* qkv, const float* lse, const float* drow,
+                             attn::Dims dm) {
   using L = Layout<HSP>;
   extern __shared__ __align__(128) unsigned char smem[];
   const BackwardSmem<HSP> sm(smem);
@@ -329,9 +341,9 @@ __global__ void __launch_bounds__(kThreads)
   const int q0 = (gridDim.y - 1 - blockIdx.y) * kTile;
   const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
   const std::size_t W = dm.W;
-  const float* rows = qkv + std::size_t(b) * T * W;
-  const float* kbase = rows + dm.k_col(h / dm.G);
-  const float* vbase = rows + dm.v_col(h / dm.G);
+  const Act* rows = qkv + std::size_t(b) * T * W;
+  const Act* kbase = rows + dm.k_col(h / dm.G);
+  const Act* vbase = rows + dm.v_col(h / dm.G);
 
   load_tile_bf16<HSP>(sq, rows + dm.q_col(h), W, q0, T, hs);
   load_tile_bf16<HSP>(sdo, dout + std::size_t(b) * T * dm.O + dm.q_col(h), dm.O, q0, T, hs);
@@ -359,27 +371,26 @@ __global__ void __launch_bounds__(kThreads)
   write_staged<HSP>(dqkv + std::size_t(b) * T * W + dm.q_col(h), W, stage, q0, T, hs, dm.scale, ty, tx);
 }
 
-template <int HSP>
-void launch_forward_bf16(cudaStream_t s, float* out, float* lse, const float* qkv, int B,
-                         const attn::Dims& dm) {
+template <typename Act, int HSP>
+void launch_forward_bf16(cudaStream_t s, Act* out, float* lse, const Act* qkv, int B, const attn::Dims& dm) {
   const std::size_t smem = Layout<HSP>::forward_bytes;
-  const auto kernel = attention_forward_bf16_kernel<HSP>;
+  const auto kernel = attention_forward_bf16_kernel<Act, HSP>;
   attn::allow_shared_memory(kernel, smem);
   kernel<<<dim3(unsigned(B * dm.NH), unsigned((dm.T + kTile - 1) / kTile)), kThreads, smem, s>>>(out, lse,
                                                                                                  qkv, dm);
   TZ_CUDA_CHECK(cudaGetLastError());
 }
 
-template <int HSP>
-void launch_backward_bf16(cudaStream_t s, float* dqkv, const float* drow, const float* dout, const float* qkv,
+template <typename Act, int HSP>
+void launch_backward_bf16(cudaStream_t s, Act* dqkv, const float* drow, const Act* dout, const Act* qkv,
                           const float* lse, int B, const attn::Dims& dm) {
   const std::size_t smem = Layout<HSP>::backward_bytes;
   const unsigned tiles = unsigned((dm.T + kTile - 1) / kTile);
-  const auto dkv = attention_dkv_bf16_kernel<HSP>;
+  const auto dkv = attention_dkv_bf16_kernel<Act, HSP>;
   attn::allow_shared_memory(dkv, smem);
   dkv<<<dim3(unsigned(B * dm.KVH), tiles), kThreads, smem, s>>>(dqkv, dout, qkv, lse, drow, dm);
   TZ_CUDA_CHECK(cudaGetLastError());
-  const auto dq = attention_dq_bf16_kernel<HSP>;
+  const auto dq = attention_dq_bf16_kernel<Act, HSP>;
   attn::allow_shared_memory(dq, smem);
   dq<<<dim3(unsigned(B * dm.NH), tiles), kThreads, smem, s>>>(dqkv, dout, qkv, lse, drow, dm);
   TZ_CUDA_CHECK(cudaGetLastError());
@@ -394,28 +405,41 @@ int bf16_head_size(int hs) {
 
 }  // namespace
 
-void attention_forward(cudaStream_t s, float* out, float* lse, const float* qkv, const AttentionShape& a,
+void attention_forward(cudaStream_t s, View out, float* lse, CView qkv, const AttentionShape& a,
                        AttentionMath math) {
   if (math == AttentionMath::fp32_simt) return attention_forward(s, out, lse, qkv, a);
+  const DType act = activation_dtype("attention_forward", out, qkv);
   attn::check_shape(a);
   const int hsp = bf16_head_size(a.hd);
-  if (a.B == 0 || a.T == 0) return;
-  const attn::Dims dm = attn::make_dims(a);
-  if (hsp == 64) return launch_forward_bf16<64>(s, out, lse, qkv, a.B, dm);
-  launch_forward_bf16<128>(s, out, lse, qkv, a.B, dm);
+  with_activation_type(act, "attention_forward", [&](auto* type) {
+    using Act = pointee_t<decltype(type)>;
+    if (a.B == 0 || a.T == 0) return;
+    const attn::Dims dm = attn::make_dims(a);
+    Act* o = static_cast<Act*>(out.ptr);
+    const Act* x = static_cast<const Act*>(qkv.ptr);
+    if (hsp == 64) return launch_forward_bf16<Act, 64>(s, o, lse, x, a.B, dm);
+    launch_forward_bf16<Act, 128>(s, o, lse, x, a.B, dm);
+  });
 }
 
-void attention_backward(cudaStream_t s, float* dqkv, float* drow, const float* dout, const float* qkv,
-                        const float* out, const float* lse, const AttentionShape& a, AttentionMath math) {
+void attention_backward(cudaStream_t s, View dqkv, float* drow, CView dout, CView qkv, CView out,
+                        const float* lse, const AttentionShape& a, AttentionMath math) {
   if (math == AttentionMath::fp32_simt) return attention_backward(s, dqkv, drow, dout, qkv, out, lse, a);
+  const DType act = activation_dtype("attention_backward", dqkv, dout, qkv, out);
   attn::check_shape(a);
   const int hsp = bf16_head_size(a.hd);
-  if (a.B == 0 || a.T == 0) return;
-  const int B = a.B;
-  const attn::Dims dm = attn::make_dims(a);
-  attn::launch_drow(s, drow, dout, out, B, dm);
-  if (hsp == 64) return launch_backward_bf16<64>(s, dqkv, drow, dout, qkv, lse, B, dm);
-  launch_backward_bf16<128>(s, dqkv, drow, dout, qkv, lse, B, dm);
+  with_activation_type(act, "attention_backward", [&](auto* type) {
+    using Act = pointee_t<decltype(type)>;
+    if (a.B == 0 || a.T == 0) return;
+    const int B = a.B;
+    const attn::Dims dm = attn::make_dims(a);
+    attn::launch_drow(s, drow, dout, out, B, dm);
+    Act* dx = static_cast<Act*>(dqkv.ptr);
+    const Act* d = static_cast<const Act*>(dout.ptr);
+    const Act* x = static_cast<const Act*>(qkv.ptr);
+    if (hsp == 64) return launch_backward_bf16<Act, 64>(s, dx, drow, d, x, lse, B, dm);
+    launch_backward_bf16<Act, 128>(s, dx, drow, d, x, lse, B, dm);
+  });
 }
 
 }  // namespace tz::cuda

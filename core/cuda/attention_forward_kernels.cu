@@ -1,11 +1,12 @@
 // Fused causal attention forward in fp32 (FlashAttention-2's loop on SIMT cores): one block per tile of
 // queries of one (batch, query head), looping over the key tiles of its key-value head with an online
 // softmax, so no [T,T] matrix ever reaches global memory. Saves each row's log-sum-exp for backward
-// (attention_backward_kernels.cu).
+// (attention_backward_kernels.cu). qkv and out are the activation type T, widened to fp32 in shared memory.
 #include <cmath>
 
 #include "core/cuda/attention_tiles.cuh"
 #include "core/cuda/kernels.h"
+#include "core/cuda/launch_config.h"
 #include "core/elementwise.h"
 
 namespace tz::cuda {
@@ -28,9 +29,9 @@ struct ForwardTile {
 // grid: (B * NH, query tiles); the last query tiles (the most keys) are launched first. Query head h
 // reads the keys and values of head h / G in place.
 // exp is math::exp_f, the cpu backend's, on the scaled score minus the running row max.
-template <int HSP>
+template <typename Act, int HSP>
 __global__ void __launch_bounds__(kThreads)
-    attention_forward_kernel(float* out, float* lse, const float* qkv, attn::Dims dm) {
+    attention_forward_kernel(Act* out, float* lse, const Act* qkv, attn::Dims dm) {
   using Tile = ForwardTile<HSP>;
   constexpr int BR = Tile::BR, BC = Tile::BC, LD = Tile::LD, LDS = Tile::LDS;
   constexpr int RM = BR / kSide, CN = BC / kSide, DN = HSP / kSide;
@@ -45,9 +46,9 @@ __global__ void __launch_bounds__(kThreads)
   const int q0 = (gridDim.y - 1 - blockIdx.y) * BR;
   const int tx = threadIdx.x % kSide, ty = threadIdx.x / kSide;
   const std::size_t W = dm.W;
-  const float* rows = qkv + std::size_t(b) * T * W;
-  const float* kbase = rows + dm.k_col(h / dm.G);
-  const float* vbase = rows + dm.v_col(h / dm.G);
+  const Act* rows = qkv + std::size_t(b) * T * W;
+  const Act* kbase = rows + dm.k_col(h / dm.G);
+  const Act* vbase = rows + dm.v_col(h / dm.G);
 
   attn::load_tile<BR, HSP>(sq, rows + dm.q_col(h), W, q0, T, hs);
 
@@ -107,11 +108,11 @@ __global__ void __launch_bounds__(kThreads)
   attn::write_output_rows(out, lse, o, m, l, b, h, bh, q0, dm, ty, tx);
 }
 
-template <int HSP>
-void launch_forward(cudaStream_t s, float* out, float* lse, const float* qkv, int B, const attn::Dims& dm) {
+template <typename Act, int HSP>
+void launch_forward(cudaStream_t s, Act* out, float* lse, const Act* qkv, int B, const attn::Dims& dm) {
   using Tile = ForwardTile<HSP>;
   const std::size_t smem = Tile::smem_floats * sizeof(float);
-  const auto kernel = attention_forward_kernel<HSP>;
+  const auto kernel = attention_forward_kernel<Act, HSP>;
   attn::allow_shared_memory(kernel, smem);
   const dim3 grid(unsigned(B * dm.NH), unsigned((dm.T + Tile::BR - 1) / Tile::BR));
   kernel<<<grid, kThreads, smem, s>>>(out, lse, qkv, dm);
@@ -120,22 +121,28 @@ void launch_forward(cudaStream_t s, float* out, float* lse, const float* qkv, in
 
 }  // namespace
 
-void attention_forward(cudaStream_t s, float* out, float* lse, const float* qkv, const AttentionShape& a) {
+void attention_forward(cudaStream_t s, View out, float* lse, CView qkv, const AttentionShape& a) {
+  const DType act = activation_dtype("attention_forward", out, qkv);
   attn::check_shape(a);
   const int hsp = attn::padded_head_size(a.hd);
-  if (a.B == 0 || a.T == 0) return;
-  const int B = a.B;
-  const attn::Dims dm = attn::make_dims(a);
-  switch (hsp) {
-    case 32:
-      return launch_forward<32>(s, out, lse, qkv, B, dm);
-    case 64:
-      return launch_forward<64>(s, out, lse, qkv, B, dm);
-    case 128:
-      return launch_forward<128>(s, out, lse, qkv, B, dm);
-    default:
-      return launch_forward<256>(s, out, lse, qkv, B, dm);
-  }
+  with_activation_type(act, "attention_forward", [&](auto* type) {
+    using T = pointee_t<decltype(type)>;
+    if (a.B == 0 || a.T == 0) return;
+    const int B = a.B;
+    const attn::Dims dm = attn::make_dims(a);
+    T* o = static_cast<T*>(out.ptr);
+    const T* x = static_cast<const T*>(qkv.ptr);
+    switch (hsp) {
+      case 32:
+        return launch_forward<T, 32>(s, o, lse, x, B, dm);
+      case 64:
+        return launch_forward<T, 64>(s, o, lse, x, B, dm);
+      case 128:
+        return launch_forward<T, 128>(s, o, lse, x, B, dm);
+      default:
+        return launch_forward<T, 256>(s, o, lse, x, B, dm);
+    }
+  });
 }
 
 }  // namespace tz::cuda

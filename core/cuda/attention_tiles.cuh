@@ -1,6 +1,9 @@
 // Shared pieces of the fused attention kernels (attention_forward_kernels.cu,
 // attention_backward_kernels.cu, attention_bf16_kernels.cu): the shape and its checks, the thread
 // layout, tile loads into shared memory, and the small shared-memory matrix products every step is made of.
+// qkv, out, dout and dqkv hold the activation type T (float, bf16 or fp16): tiles are widened to fp32 (or
+// rounded to bf16 for the tensor cores) as they are loaded, and each result is rounded once to T where it
+// is stored; lse and drow are fp32.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -10,6 +13,7 @@
 
 #include "core/backend.h"
 #include "core/cuda/cuda_runtime.h"
+#include "core/dtype.h"
 #include "core/error.h"
 
 namespace tz::cuda::attn {
@@ -25,7 +29,7 @@ constexpr int kSide = 16;
 // h / G where it lies, never a repeated copy. With KVH == NH (G == 1) these are GPT-2's [B,T,3C] offsets.
 struct Dims {
   int T = 0, NH = 0, KVH = 0, G = 0, hs = 0;
-  std::size_t W = 0, O = 0;  // floats per qkv row, (NH + 2 KVH) hs, and per out row, NH hs
+  std::size_t W = 0, O = 0;  // elements per qkv row, (NH + 2 KVH) hs, and per out row, NH hs
   float scale = 0;           // 1 / sqrt(hs), computed on the host exactly as the cpu backend does
   // Columns, in a qkv row, of query head h's q and key-value head kvh's k and v.
   __host__ __device__ std::size_t q_col(int h) const { return std::size_t(h) * hs; }
@@ -60,9 +64,10 @@ inline Dims make_dims(const AttentionShape& a) {
   return dm;
 }
 
-// drow[(b * NH + h) * T + t] = sum over the head's columns of dout * out (D of backward), fixed order;
-// attention_backward_kernels.cu, shared by both arithmetic paths.
-void launch_drow(cudaStream_t s, float* drow, const float* dout, const float* out, int B, const Dims& dm);
+// drow[(b * NH + h) * T + t] = sum over the head's columns of dout * out (D of backward), fixed order, in
+// fp32 whatever dout's and out's (shared) type; attention_backward_kernels.cu, shared by both arithmetic
+// paths.
+void launch_drow(cudaStream_t s, float* drow, CView dout, CView out, int B, const Dims& dm);
 
 // The head size the kernels are compiled for: hs rounded up to 32, 64, 128 or 256. Columns past hs are
 // loaded as zeros, which add exact zeros to every product, and are never written.
@@ -81,15 +86,16 @@ void allow_shared_memory(Kernel kernel, std::size_t bytes) {
   TZ_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
 }
 
-// Rows [row0, row0 + ROWS) of a matrix with `row_stride` floats per row, its first hs columns (src
-// points at column 0 of the head), into dst[ROWS][HSP + 1]; zeros past row T and past column hs.
-// The +1 pad puts consecutive rows in consecutive banks (the products read down columns).
-template <int ROWS, int HSP>
-__device__ __forceinline__ void load_tile(float* dst, const float* src, std::size_t row_stride, int row0,
-                                          int T, int hs) {
+// Rows [row0, row0 + ROWS) of a matrix of S (float, bf16 or fp16) with `row_stride` elements per row, its
+// first hs columns (src points at column 0 of the head), widened into dst[ROWS][HSP + 1] fp32; zeros past
+// row T and past column hs. The +1 pad puts consecutive rows in consecutive banks (the products read down
+// columns).
+template <int ROWS, int HSP, typename S>
+__device__ __forceinline__ void load_tile(float* dst, const S* src, std::size_t row_stride, int row0, int T,
+                                          int hs) {
   for (int idx = threadIdx.x; idx < ROWS * HSP; idx += kThreads) {
     const int r = idx / HSP, d = idx % HSP, t = row0 + r;
-    dst[r * (HSP + 1) + d] = (t < T && d < hs) ? src[std::size_t(t) * row_stride + d] : 0.0f;
+    dst[r * (HSP + 1) + d] = (t < T && d < hs) ? to_float(src[std::size_t(t) * row_stride + d]) : 0.0f;
   }
 }
 
@@ -131,9 +137,10 @@ __device__ __forceinline__ float row_sum(float x) {
 
 // Forward's last step, the same for both arithmetic paths: this thread's query rows q0 + ty + kSide * i
 // (those < T) of o divided by their softmax sums l into head h of batch b of out (columns tx + kSide * j
-// below hs), and each row's log-sum-exp m + log(l) saved for backward at lse[bh * T + row].
-template <int RM, int DN>
-__device__ __forceinline__ void write_output_rows(float* out, float* lse, const float (&o)[RM][DN],
+// below hs), each rounded once to out's type T, and each row's log-sum-exp m + log(l) saved for backward at
+// lse[bh * T + row].
+template <int RM, int DN, typename T>
+__device__ __forceinline__ void write_output_rows(T* out, float* lse, const float (&o)[RM][DN],
                                                   const float (&m)[RM], const float (&l)[RM], int b, int h,
                                                   int bh, int q0, const Dims& dm, int ty, int tx) {
 #pragma unroll
@@ -141,11 +148,11 @@ __device__ __forceinline__ void write_output_rows(float* out, float* lse, const 
     const int r = q0 + ty + kSide * i;
     if (r >= dm.T) continue;
     const float inv = 1.0f / l[i];
-    float* orow = out + (std::size_t(b) * dm.T + r) * dm.O + dm.q_col(h);
+    T* orow = out + (std::size_t(b) * dm.T + r) * dm.O + dm.q_col(h);
 #pragma unroll
     for (int j = 0; j < DN; ++j) {
       const int d = tx + kSide * j;
-      if (d < dm.hs) orow[d] = o[i][j] * inv;
+      if (d < dm.hs) orow[d] = from_float<T>(o[i][j] * inv);
     }
     if (tx == 0) lse[std::size_t(bh) * dm.T + r] = m[i] + logf(l[i]);
   }

@@ -1,6 +1,7 @@
 // cuBLASLt products for the CUDA backend (see cublaslt_gemm.h). cuBLAS is column-major: a row-major
 // X[r,c] is a column-major X^T, so row-major C = op(A) op(B) is computed as column-major
-// C^T = op(B)^T op(A)^T: the operands swap places, M and N swap, and each keeps its own Trans flag.
+// C^T = op(B)^T op(A)^T: the operands swap places, M and N swap, and each keeps its own Trans flag. C (and
+// D, the same buffer) is fp32 (weight gradients) or the inputs' dtype (activations).
 #include "core/cuda/cublaslt_gemm.h"
 
 #include <cuda_runtime.h>
@@ -21,7 +22,7 @@ cudaDataType_t cuda_type(DType t) {
     default:
       break;
   }
-  TZ_FAIL("gemm inputs cannot be ", dtype_name(t), " (f32, bf16 or f16)");
+  TZ_FAIL("gemm operands cannot be ", dtype_name(t), " (f32, bf16 or f16)");
 }
 
 // The largest power of two, up to 256 (what cuBLASLt asks by default), that divides the address.
@@ -67,12 +68,12 @@ CublasLtGemm::~CublasLtGemm() {
 }
 
 const CublasLtGemm::Plan& CublasLtGemm::plan(Trans ta, Trans tb, int M, int N, int K, CView A, CView B,
-                                             float* C, Accumulate acc) {
-  const int align_a = alignment(A.ptr), align_b = alignment(B.ptr), align_c = alignment(C);
-  const Key key{int(ta), int(tb), M, N, K, int(A.dtype), int(acc), align_a, align_b, align_c};
+                                             View C, Accumulate acc) {
+  const int align_a = alignment(A.ptr), align_b = alignment(B.ptr), align_c = alignment(C.ptr);
+  const Key key{int(ta), int(tb), M, N, K, int(A.dtype), int(C.dtype), int(acc), align_a, align_b, align_c};
   if (auto it = plans_.find(key); it != plans_.end()) return it->second;
 
-  const cudaDataType_t in = cuda_type(A.dtype);
+  const cudaDataType_t in = cuda_type(A.dtype), out = cuda_type(C.dtype);
   // fp32 accumulation always; TF32 rounding of fp32 inputs only when asked for.
   const cublasComputeType_t compute =
       A.dtype == DType::f32 && tf32_ == Tf32::on ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
@@ -88,7 +89,7 @@ const CublasLtGemm::Plan& CublasLtGemm::plan(Trans ta, Trans tb, int M, int N, i
         cublaslt().desc_set(p.op, CUBLASLT_MATMUL_DESC_TRANSB, &op_second, sizeof(op_second)));
     p.a = tb == Trans::no ? layout(in, N, K) : layout(in, K, N);
     p.b = ta == Trans::no ? layout(in, K, M) : layout(in, M, K);
-    p.c = layout(CUDA_R_32F, N, M);
+    p.c = layout(out, N, M);
 
     cublasLtMatmulPreference_t pref = nullptr;
     TZ_CUBLAS_CHECK(cublaslt().pref_create(&pref));
@@ -120,10 +121,10 @@ const CublasLtGemm::Plan& CublasLtGemm::plan(Trans ta, Trans tb, int M, int N, i
       throw;
     }
     cublaslt().pref_destroy(pref);
-    TZ_CHECK(found > 0, "cuBLASLt has no algorithm for a ", dtype_name(A.dtype), " product of M=", M,
-             " N=", N, " K=", K, " (op ", ta == Trans::yes ? "T" : "N", tb == Trans::yes ? "T" : "N",
-             ", pointer alignments ", align_a, "/", align_b, "/", align_c, " bytes) within a ",
-             format_bytes(workspace_.bytes()), " workspace");
+    TZ_CHECK(found > 0, "cuBLASLt has no algorithm for a ", dtype_name(A.dtype), " product into ",
+             dtype_name(C.dtype), " of M=", M, " N=", N, " K=", K, " (op ", ta == Trans::yes ? "T" : "N",
+             tb == Trans::yes ? "T" : "N", ", pointer alignments ", align_a, "/", align_b, "/", align_c,
+             " bytes) within a ", format_bytes(workspace_.bytes()), " workspace");
     p.algo = result.algo;
   } catch (...) {
     if (p.a) cublaslt().layout_destroy(p.a);
@@ -143,21 +144,25 @@ void CublasLtGemm::serialise_workspace(cudaStream_t s) {
   last_stream_ = s;
 }
 
-void CublasLtGemm::run(cudaStream_t s, Trans ta, Trans tb, int M, int N, int K, CView A, CView B, float* C,
+void CublasLtGemm::run(cudaStream_t s, Trans ta, Trans tb, int M, int N, int K, CView A, CView B, View C,
                        Accumulate acc) {
   TZ_CHECK(M >= 0 && N >= 0 && K >= 0, "gemm: negative shape M=", M, " N=", N, " K=", K);
   TZ_CHECK(A.dtype == B.dtype, "gemm: A is ", dtype_name(A.dtype), " but B is ", dtype_name(B.dtype));
+  TZ_CHECK(C.dtype == DType::f32 || C.dtype == A.dtype, "gemm: C is ", dtype_name(C.dtype),
+           " but A and B are ", dtype_name(A.dtype), ": C must be fp32 or the inputs' dtype");
   if (M == 0 || N == 0) return;
-  if (K == 0) {  // an empty sum: C = 0, or C unchanged (cuBLASLt refuses k = 0)
-    if (acc == Accumulate::no) TZ_CUDA_CHECK(cudaMemsetAsync(C, 0, std::size_t(M) * N * sizeof(float), s));
+  // An empty sum: C = 0 (all-zero bytes in every float type), or C unchanged (cuBLASLt refuses k = 0).
+  if (K == 0) {
+    if (acc == Accumulate::no)
+      TZ_CUDA_CHECK(cudaMemsetAsync(C.ptr, 0, std::size_t(M) * N * dtype_size(C.dtype), s));
     return;
   }
   std::lock_guard<std::mutex> lock(mu_);
   const Plan& p = plan(ta, tb, M, N, K, A, B, C, acc);
   serialise_workspace(s);
   const float alpha = 1.0f, beta = acc == Accumulate::yes ? 1.0f : 0.0f;
-  TZ_CUBLAS_CHECK(cublaslt().matmul(handle_, p.op, &alpha, B.ptr, p.a, A.ptr, p.b, &beta, C, p.c, C, p.c,
-                                 &p.algo, workspace_.data(), workspace_.bytes(), s));
+  TZ_CUBLAS_CHECK(cublaslt().matmul(handle_, p.op, &alpha, B.ptr, p.a, A.ptr, p.b, &beta, C.ptr, p.c, C.ptr,
+                                    p.c, &p.algo, workspace_.data(), workspace_.bytes(), s));
   TZ_CUDA_CHECK(cudaEventRecord(last_done_, s));
 }
 

@@ -64,7 +64,7 @@ class CudaBackend final : public Backend {
   CudaBackend(Allocator& device_memory, const CudaOptions& o)
       : gemm_(device_memory, o.tf32), attention_bf16_(o.attention == Attention::bf16) {}
 
-  void gemm(Stream& s, Trans ta, Trans tb, int M, int N, int K, CView A, CView B, float* C,
+  void gemm(Stream& s, Trans ta, Trans tb, int M, int N, int K, CView A, CView B, View C,
             Accumulate acc) override {
     gemm_.run(stream_of(s), ta, tb, M, N, K, A, B, C, acc);
   }
@@ -72,79 +72,78 @@ class CudaBackend final : public Backend {
   // cuBLASLt reads 16-bit inputs as they are: nothing is widened (gemm_workspace_floats(cuda) is 0).
   void set_gemm_workspace(float*, std::size_t) override {}
 
-  void add_bias(Stream& s, float* out, CView bias, int rows, int cols) override {
+  void add_bias(Stream& s, View out, CView bias, int rows, int cols) override {
     cuda::add_bias(stream_of(s), out, bias, rows, cols);
   }
-  void bias_backward(Stream& s, float* dbias, const float* dout, int rows, int cols) override {
+  void bias_backward(Stream& s, float* dbias, CView dout, int rows, int cols) override {
     cuda::bias_backward(stream_of(s), dbias, dout, rows, cols);
   }
-  void encoder_forward(Stream& s, float* out, const std::int32_t* tokens, CView wte, CView wpe, int B, int T,
+  void encoder_forward(Stream& s, View out, const std::int32_t* tokens, CView wte, CView wpe, int B, int T,
                        int C) override {
     cuda::encoder_forward(stream_of(s), out, tokens, wte, wpe, B, T, C);
   }
-  void encoder_backward(Stream& s, float* dwte, float* dwpe, const float* dout, const std::int32_t* tokens,
-                        int B, int T, int C) override {
+  void encoder_backward(Stream& s, float* dwte, float* dwpe, CView dout, const std::int32_t* tokens, int B,
+                        int T, int C) override {
     cuda::encoder_backward(stream_of(s), dwte, dwpe, dout, tokens, B, T, C);
   }
-  void layernorm_forward(Stream& s, float* out, float* mean, float* rstd, const float* inp, CView w, CView b,
-                         int N, int C) override {
+  void layernorm_forward(Stream& s, View out, float* mean, float* rstd, CView inp, CView w, CView b, int N,
+                         int C) override {
     cuda::layernorm_forward(stream_of(s), out, mean, rstd, inp, w, b, N, C);
   }
-  void layernorm_backward(Stream& s, float* dinp, float* dw, float* db, const float* dout, const float* inp,
-                          CView w, const float* mean, const float* rstd, int N, int C) override {
+  void layernorm_backward(Stream& s, View dinp, float* dw, float* db, CView dout, CView inp, CView w,
+                          const float* mean, const float* rstd, int N, int C) override {
     cuda::layernorm_backward(stream_of(s), dinp, dw, db, dout, inp, w, mean, rstd, N, C);
   }
-  void gelu_forward(Stream& s, float* out, const float* inp, std::size_t n) override {
+  void gelu_forward(Stream& s, View out, CView inp, std::size_t n) override {
     cuda::gelu_forward(stream_of(s), out, inp, n);
   }
-  void gelu_backward(Stream& s, float* dinp, const float* inp, const float* dout, std::size_t n) override {
+  void gelu_backward(Stream& s, View dinp, CView inp, CView dout, std::size_t n) override {
     cuda::gelu_backward(stream_of(s), dinp, inp, dout, n);
   }
   using Backend::attention_backward;  // GPT-2's (B, T, C, NH) forms
   using Backend::attention_forward;
-  void attention_forward(Stream& s, float* out, float* saved, const float* qkv,
+  // The fused kernels keep only lse in `saved` and need no scratch in forward (core/device_traits.cc still
+  // gives B*NH*T floats); backward's scratch holds drow.
+  void attention_forward(Stream& s, View out, float* saved, float* /*scratch*/, CView qkv,
                          const AttentionShape& a) override {
     cuda::attention_forward(stream_of(s), out, saved, qkv, a, attention_math(a));
   }
-  void attention_backward(Stream& s, float* dqkv, float* scratch, const float* dout, const float* qkv,
-                          const float* out, const float* saved, const AttentionShape& a) override {
+  void attention_backward(Stream& s, View dqkv, float* scratch, CView dout, CView qkv, CView out,
+                          const float* saved, const AttentionShape& a) override {
     cuda::attention_backward(stream_of(s), dqkv, scratch, dout, qkv, out, saved, a, attention_math(a));
   }
-  void rmsnorm_forward(Stream& s, float* out, float* rstd, const float* inp, CView w, int N, int C,
+  void rmsnorm_forward(Stream& s, View out, float* rstd, CView inp, CView w, int N, int C,
                        float eps) override {
     cuda::rmsnorm_forward(stream_of(s), out, rstd, inp, w, N, C, eps);
   }
-  void rmsnorm_backward(Stream& s, float* dinp, float* dw, const float* dout, const float* inp, CView w,
-                        const float* rstd, int N, int C) override {
+  void rmsnorm_backward(Stream& s, View dinp, float* dw, CView dout, CView inp, CView w, const float* rstd,
+                        int N, int C) override {
     cuda::rmsnorm_backward(stream_of(s), dinp, dw, dout, inp, w, rstd, N, C);
   }
-  void rope(Stream& s, float* x, const float* table, int N, int T, int heads, int hd, int stride,
+  void rope(Stream& s, View x, const float* table, int N, int T, int heads, int hd, int stride,
             bool inverse) override {
     cuda::rope(stream_of(s), x, table, N, T, heads, hd, stride, inverse);
   }
-  void swiglu_forward(Stream& s, float* out, const float* gate_up, int N, int I) override {
+  void swiglu_forward(Stream& s, View out, CView gate_up, int N, int I) override {
     cuda::swiglu_forward(stream_of(s), out, gate_up, N, I);
   }
-  void swiglu_backward(Stream& s, float* dgate_up, const float* gate_up, const float* dout, int N,
-                       int I) override {
+  void swiglu_backward(Stream& s, View dgate_up, CView gate_up, CView dout, int N, int I) override {
     cuda::swiglu_backward(stream_of(s), dgate_up, gate_up, dout, N, I);
   }
-  void add(Stream& s, float* out, const float* a, const float* b, std::size_t n) override {
+  void add(Stream& s, View out, CView a, CView b, std::size_t n) override {
     cuda::add(stream_of(s), out, a, b, n);
   }
   void axpy(Stream& s, float* y, float alpha, const float* x, std::size_t n) override {
     cuda::axpy(stream_of(s), y, alpha, x, n);
   }
-  void softmax_xent(Stream& s, float* losses, float* logits, const std::int32_t* targets, int N, int V,
-                    int Vp, float dloss) override {
+  void softmax_xent(Stream& s, float* losses, View logits, const std::int32_t* targets, int N, int V, int Vp,
+                    float dloss) override {
     cuda::softmax_xent(stream_of(s), losses, logits, targets, N, V, Vp, dloss);
   }
   void cast(Stream& s, void* dst, DType dst_type, const void* src, DType src_type, std::size_t n) override {
     cuda::cast(stream_of(s), dst, dst_type, src, src_type, n);
   }
-  void fill(Stream& s, float* x, float value, std::size_t n) override {
-    cuda::fill(stream_of(s), x, value, n);
-  }
+  void fill(Stream& s, View x, float value, std::size_t n) override { cuda::fill(stream_of(s), x, value, n); }
   void sum(Stream& s, double* acc, const float* x, std::size_t n) override {
     cuda::sum(stream_of(s), acc, x, n);
   }

@@ -1,8 +1,7 @@
 // The CUDA backend's LayerNorm: one block per row for the row statistics and dinp (block sums in a
 // fixed tree), and one thread per channel over the rows in order for dw and db (no atomics). The
-// per-element arithmetic is the CPU backend's, in its order.
-#include <type_traits>
-
+// per-element arithmetic is the CPU backend's, in its order, in fp32 whatever the activations' type T:
+// statistics stay fp32, out is rounded once to T, and dinp's += reads T and rounds the fp32 sum once.
 #include "core/cuda/block_reduce.cuh"
 #include "core/cuda/cuda_runtime.h"
 #include "core/cuda/kernels.h"
@@ -15,49 +14,53 @@ namespace {
 // 256 threads a row: C = 1600 (gpt2-xl) is 7 elements a thread, C = 12288 is 48.
 constexpr int kRowThreads = 256;
 
-template <typename P>
-__global__ void layernorm_forward_kernel(float* out, float* mean, float* rstd, const float* inp, const P* w,
+template <typename T, typename P>
+__global__ void layernorm_forward_kernel(T* out, float* mean, float* rstd, const T* inp, const P* w,
                                          const P* b, int C) {
   __shared__ float buf[32];
   const std::size_t row = blockIdx.x;
-  const float* x = inp + row * C;
+  const T* x = inp + row * C;
   float sum = 0;
-  for (int c = threadIdx.x; c < C; c += blockDim.x) sum += x[c];
+  for (int c = threadIdx.x; c < C; c += blockDim.x) sum += to_float(x[c]);
   const float m = block_sum(sum, buf) / float(C);
   float sq = 0;
-  for (int c = threadIdx.x; c < C; c += blockDim.x) sq += (x[c] - m) * (x[c] - m);
+  for (int c = threadIdx.x; c < C; c += blockDim.x) {
+    const float xc = to_float(x[c]);
+    sq += (xc - m) * (xc - m);
+  }
   const float var = block_sum(sq, buf) / float(C);
   const float s = 1.0f / sqrtf(var + math::kLayerNormEps);
-  float* o = out + row * C;
-  for (int c = threadIdx.x; c < C; c += blockDim.x) o[c] = (x[c] - m) * s * to_float(w[c]) + to_float(b[c]);
+  T* o = out + row * C;
+  for (int c = threadIdx.x; c < C; c += blockDim.x)
+    o[c] = from_float<T>((to_float(x[c]) - m) * s * to_float(w[c]) + to_float(b[c]));
   if (threadIdx.x == 0) {
     mean[row] = m;
     rstd[row] = s;
   }
 }
 
-template <typename P>
-__global__ void layernorm_backward_dinp_kernel(float* dinp, const float* dout, const float* inp, const P* w,
+template <typename T, typename P>
+__global__ void layernorm_backward_dinp_kernel(T* dinp, const T* dout, const T* inp, const P* w,
                                                const float* mean, const float* rstd, int C) {
   __shared__ float buf[32];
   const std::size_t row = blockIdx.x;
-  const float* d = dout + row * C;
-  const float* x = inp + row * C;
+  const T* d = dout + row * C;
+  const T* x = inp + row * C;
   const float m = mean[row], s = rstd[row];
   float dnorm_sum = 0, dnorm_norm_sum = 0;
   for (int c = threadIdx.x; c < C; c += blockDim.x) {
-    const float norm = (x[c] - m) * s;
-    const float dnorm = to_float(w[c]) * d[c];
+    const float norm = (to_float(x[c]) - m) * s;
+    const float dnorm = to_float(w[c]) * to_float(d[c]);
     dnorm_sum += dnorm;
     dnorm_norm_sum += dnorm * norm;
   }
   const float dnorm_mean = block_sum(dnorm_sum, buf) / float(C);
   const float dnorm_norm_mean = block_sum(dnorm_norm_sum, buf) / float(C);
-  float* di = dinp + row * C;
+  T* di = dinp + row * C;
   for (int c = threadIdx.x; c < C; c += blockDim.x) {
-    const float norm = (x[c] - m) * s;
-    const float dnorm = to_float(w[c]) * d[c];
-    di[c] = di[c] + (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+    const float norm = (to_float(x[c]) - m) * s;
+    const float dnorm = to_float(w[c]) * to_float(d[c]);
+    di[c] = from_float<T>(to_float(di[c]) + (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s);
   }
 }
 
@@ -66,7 +69,8 @@ __global__ void layernorm_backward_dinp_kernel(float* dinp, const float* dout, c
 // row ty == 0 adds the 32 partials in warp order.
 constexpr int kColTile = 32;
 
-__global__ void layernorm_backward_dwdb_kernel(float* dw, float* db, const float* dout, const float* inp,
+template <typename T>
+__global__ void layernorm_backward_dwdb_kernel(float* dw, float* db, const T* dout, const T* inp,
                                                const float* mean, const float* rstd, int N, int C) {
   __shared__ float pw[kColTile][kColTile + 1], pb[kColTile][kColTile + 1];
   const int tx = threadIdx.x, ty = threadIdx.y;
@@ -76,8 +80,9 @@ __global__ void layernorm_backward_dwdb_kernel(float* dw, float* db, const float
     for (int n = ty; n < N; n += kColTile) {
       const std::size_t i = std::size_t(n) * C + c;
       const float m = mean[n], s = rstd[n];
-      aw += (inp[i] - m) * s * dout[i];
-      ab += dout[i];
+      const float d = to_float(dout[i]);
+      aw += (to_float(inp[i]) - m) * s * d;
+      ab += d;
     }
   pw[ty][tx] = aw;
   pb[ty][tx] = ab;
@@ -95,35 +100,45 @@ __global__ void layernorm_backward_dwdb_kernel(float* dw, float* db, const float
 
 }  // namespace
 
-void layernorm_forward(cudaStream_t s, float* out, float* mean, float* rstd, const float* inp, CView w,
-                       CView b, int N, int C) {
+void layernorm_forward(cudaStream_t s, View out, float* mean, float* rstd, CView inp, CView w, CView b, int N,
+                       int C) {
+  const DType act = activation_dtype("layernorm_forward", out, inp);
   TZ_CHECK(w.dtype == b.dtype, "layernorm weight and bias must share a dtype, got ", dtype_name(w.dtype),
            " and ", dtype_name(b.dtype));
   TZ_CHECK(N >= 0 && C > 0, "layernorm_forward needs N >= 0 rows and C > 0 channels, got ", N, " x ", C);
-  with_param_type(w.dtype, "layernorm parameters", [&](auto* type) {
-    using P = std::remove_cv_t<std::remove_pointer_t<decltype(type)>>;
-    if (N == 0) return;
-    layernorm_forward_kernel<<<unsigned(N), kRowThreads, 0, s>>>(
-        out, mean, rstd, inp, static_cast<const P*>(w.ptr), static_cast<const P*>(b.ptr), C);
-    TZ_CUDA_CHECK(cudaGetLastError());
+  with_activation_type(act, "layernorm_forward", [&](auto* atype) {
+    using T = pointee_t<decltype(atype)>;
+    with_param_type(w.dtype, "layernorm parameters", [&](auto* ptype) {
+      using P = pointee_t<decltype(ptype)>;
+      if (N == 0) return;
+      layernorm_forward_kernel<<<unsigned(N), kRowThreads, 0, s>>>(
+          static_cast<T*>(out.ptr), mean, rstd, static_cast<const T*>(inp.ptr), static_cast<const P*>(w.ptr),
+          static_cast<const P*>(b.ptr), C);
+      TZ_CUDA_CHECK(cudaGetLastError());
+    });
   });
 }
 
-void layernorm_backward(cudaStream_t s, float* dinp, float* dw, float* db, const float* dout,
-                        const float* inp, CView w, const float* mean, const float* rstd, int N, int C) {
+void layernorm_backward(cudaStream_t s, View dinp, float* dw, float* db, CView dout, CView inp, CView w,
+                        const float* mean, const float* rstd, int N, int C) {
+  const DType act = activation_dtype("layernorm_backward", dinp, dout, inp);
   TZ_CHECK(N >= 0 && C > 0, "layernorm_backward needs N >= 0 rows and C > 0 channels, got ", N, " x ", C);
-  with_param_type(w.dtype, "layernorm parameters", [&](auto* type) {
-    using P = std::remove_cv_t<std::remove_pointer_t<decltype(type)>>;
+  with_activation_type(act, "layernorm_backward", [&](auto* atype) {
+    using T = pointee_t<decltype(atype)>;
+    const T* d = static_cast<const T*>(dout.ptr);
+    const T* x = static_cast<const T*>(inp.ptr);
+    with_param_type(w.dtype, "layernorm parameters", [&](auto* ptype) {
+      using P = pointee_t<decltype(ptype)>;
+      if (N == 0) return;
+      layernorm_backward_dinp_kernel<<<unsigned(N), kRowThreads, 0, s>>>(
+          static_cast<T*>(dinp.ptr), d, x, static_cast<const P*>(w.ptr), mean, rstd, C);
+      TZ_CUDA_CHECK(cudaGetLastError());
+    });
     if (N == 0) return;
-    layernorm_backward_dinp_kernel<<<unsigned(N), kRowThreads, 0, s>>>(
-        dinp, dout, inp, static_cast<const P*>(w.ptr), mean, rstd, C);
+    const unsigned tiles = unsigned((C + kColTile - 1) / kColTile);
+    layernorm_backward_dwdb_kernel<<<tiles, dim3(kColTile, kColTile), 0, s>>>(dw, db, d, x, mean, rstd, N, C);
     TZ_CUDA_CHECK(cudaGetLastError());
   });
-  if (N == 0) return;
-  const unsigned tiles = unsigned((C + kColTile - 1) / kColTile);
-  layernorm_backward_dwdb_kernel<<<tiles, dim3(kColTile, kColTile), 0, s>>>(dw, db, dout, inp, mean, rstd, N,
-                                                                            C);
-  TZ_CUDA_CHECK(cudaGetLastError());
 }
 
 }  // namespace tz::cuda

@@ -1,10 +1,12 @@
 // The CUDA backend's softmax cross-entropy: one block per row, the row read once for an online maximum
 // and sum of exponentials (never copied), then once more to write the gradient, with the CPU backend's
-// formulas (math::exp_f, loss = (max - logit[target]) + log(sum)).
+// formulas (math::exp_f, loss = (max - logit[target]) + log(sum)). Logits are T (float, bf16 or fp16):
+// read through to_float, the max, sum and loss in fp32, each gradient rounded once to T where stored.
 #include <cmath>
 
 #include "core/cuda/cuda_runtime.h"
 #include "core/cuda/kernels.h"
+#include "core/cuda/launch_config.h"
 #include "core/elementwise.h"
 
 namespace tz::cuda {
@@ -33,22 +35,23 @@ __device__ inline void warp_merge(float& m, float& s) {
   }
 }
 
-__global__ void softmax_xent_kernel(float* losses, float* logits, const std::int32_t* targets, int V, int Vp,
+template <typename T>
+__global__ void softmax_xent_kernel(float* losses, T* logits, const std::int32_t* targets, int V, int Vp,
                                     float dloss) {
   __shared__ float wm[32], ws[32];
   const std::size_t n = blockIdx.x;
-  float* row = logits + n * Vp;
+  T* row = logits + n * Vp;
   const int tgt = targets[n];
   const bool valid = tgt >= 0 && tgt < V;
   // Read before the barrier below and so before any thread overwrites the row.
-  const float target_logit = threadIdx.x == 0 && valid ? row[tgt] : 0.0f;
+  const float target_logit = threadIdx.x == 0 && valid ? to_float(row[tgt]) : 0.0f;
 
   // Online max and sum. A NaN logit never becomes the max (as std::max in the CPU backend skips it)
   // but makes the sum NaN; a new max x adds exp_f(x - x), which is 1, or NaN for an infinite x as the
   // CPU's exp_f(x - max) is.
   float m = -INFINITY, s = 0;
   for (int v = threadIdx.x; v < V; v += blockDim.x) {
-    const float x = row[v];
+    const float x = to_float(row[v]);
     if (x > m) {
       s = s * math::exp_f(m - x) + math::exp_f(x - x);
       m = x;
@@ -70,12 +73,14 @@ __global__ void softmax_xent_kernel(float* losses, float* logits, const std::int
 
   const float inv = 1.0f / s;
   for (int v = threadIdx.x; v < Vp; v += blockDim.x)
-    row[v] = v < V ? math::exp_f(row[v] - m) * inv * dloss : 0.0f;
+    row[v] = from_float<T>(v < V ? math::exp_f(to_float(row[v]) - m) * inv * dloss : 0.0f);
   __syncthreads();  // row[tgt] has been written
   if (threadIdx.x == 0) {
     if (valid) {
       losses[n] = (m - target_logit) + logf(s);
-      row[tgt] = row[tgt] - dloss;
+      // The target's gradient from its fp32 probability term (what the loop above stored before rounding),
+      // so a 16-bit row is rounded once: p * dloss - dloss, then to T.
+      row[tgt] = from_float<T>(math::exp_f(target_logit - m) * inv * dloss - dloss);
     } else {
       losses[n] = NAN;  // a target outside [0, V): no row to subtract from; the loss says so
     }
@@ -84,13 +89,17 @@ __global__ void softmax_xent_kernel(float* losses, float* logits, const std::int
 
 }  // namespace
 
-void softmax_xent(cudaStream_t s, float* losses, float* logits, const std::int32_t* targets, int N, int V,
+void softmax_xent(cudaStream_t s, float* losses, View logits, const std::int32_t* targets, int N, int V,
                   int Vp, float dloss) {
   TZ_CHECK(N >= 0 && V > 0 && Vp >= V, "softmax_xent needs N >= 0 rows and 0 < V <= Vp, got N ", N, ", V ", V,
            ", Vp ", Vp);
-  if (N == 0) return;
-  softmax_xent_kernel<<<unsigned(N), kRowThreads, 0, s>>>(losses, logits, targets, V, Vp, dloss);
-  TZ_CUDA_CHECK(cudaGetLastError());
+  with_activation_type(logits.dtype, "softmax_xent", [&](auto* type) {
+    using T = pointee_t<decltype(type)>;
+    if (N == 0) return;
+    softmax_xent_kernel<<<unsigned(N), kRowThreads, 0, s>>>(losses, static_cast<T*>(logits.ptr), targets, V,
+                                                            Vp, dloss);
+    TZ_CUDA_CHECK(cudaGetLastError());
+  });
 }
 
 }  // namespace tz::cuda

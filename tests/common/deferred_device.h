@@ -116,50 +116,45 @@ class DeferredBackend final : public Backend {
   }
 
   // No kernels: the deferred device tests the order of copies, not arithmetic.
-  void gemm(Stream&, Trans, Trans, int, int, int, CView, CView, float*, Accumulate) override { none("gemm"); }
+  void gemm(Stream&, Trans, Trans, int, int, int, CView, CView, View, Accumulate) override { none("gemm"); }
   void set_gemm_workspace(float*, std::size_t) override {}
-  void add_bias(Stream&, float*, CView, int, int) override { none("add_bias"); }
-  void bias_backward(Stream&, float*, const float*, int, int) override { none("bias_backward"); }
-  void encoder_forward(Stream&, float*, const std::int32_t*, CView, CView, int, int, int) override {
+  void add_bias(Stream&, View, CView, int, int) override { none("add_bias"); }
+  void bias_backward(Stream&, float*, CView, int, int) override { none("bias_backward"); }
+  void encoder_forward(Stream&, View, const std::int32_t*, CView, CView, int, int, int) override {
     none("encoder_forward");
   }
-  void encoder_backward(Stream&, float*, float*, const float*, const std::int32_t*, int, int, int) override {
+  void encoder_backward(Stream&, float*, float*, CView, const std::int32_t*, int, int, int) override {
     none("encoder_backward");
   }
-  void layernorm_forward(Stream&, float*, float*, float*, const float*, CView, CView, int, int) override {
+  void layernorm_forward(Stream&, View, float*, float*, CView, CView, CView, int, int) override {
     none("layernorm_forward");
   }
-  void layernorm_backward(Stream&, float*, float*, float*, const float*, const float*, CView, const float*,
-                          const float*, int, int) override {
+  void layernorm_backward(Stream&, View, float*, float*, CView, CView, CView, const float*, const float*, int,
+                          int) override {
     none("layernorm_backward");
   }
-  void gelu_forward(Stream&, float*, const float*, std::size_t) override { none("gelu_forward"); }
-  void gelu_backward(Stream&, float*, const float*, const float*, std::size_t) override {
-    none("gelu_backward");
-  }
-  void attention_forward(Stream&, float*, float*, const float*, const AttentionShape&) override {
+  void gelu_forward(Stream&, View, CView, std::size_t) override { none("gelu_forward"); }
+  void gelu_backward(Stream&, View, CView, CView, std::size_t) override { none("gelu_backward"); }
+  void attention_forward(Stream&, View, float*, float*, CView, const AttentionShape&) override {
     none("attention_forward");
   }
-  void attention_backward(Stream&, float*, float*, const float*, const float*, const float*, const float*,
-                          const AttentionShape&) override {
+  void attention_backward(Stream&, View, float*, CView, CView, CView, const float*, const AttentionShape&) override {
     none("attention_backward");
   }
-  void rmsnorm_forward(Stream&, float*, float*, const float*, CView, int, int, float) override {
-    none("rmsnorm_forward");
-  }
-  void rmsnorm_backward(Stream&, float*, float*, const float*, const float*, CView, const float*, int, int) override {
+  void rmsnorm_forward(Stream&, View, float*, CView, CView, int, int, float) override { none("rmsnorm_forward"); }
+  void rmsnorm_backward(Stream&, View, float*, CView, CView, CView, const float*, int, int) override {
     none("rmsnorm_backward");
   }
-  void rope(Stream&, float*, const float*, int, int, int, int, int, bool) override { none("rope"); }
-  void swiglu_forward(Stream&, float*, const float*, int, int) override { none("swiglu_forward"); }
-  void swiglu_backward(Stream&, float*, const float*, const float*, int, int) override { none("swiglu_backward"); }
-  void add(Stream&, float*, const float*, const float*, std::size_t) override { none("add"); }
+  void rope(Stream&, View, const float*, int, int, int, int, int, bool) override { none("rope"); }
+  void swiglu_forward(Stream&, View, CView, int, int) override { none("swiglu_forward"); }
+  void swiglu_backward(Stream&, View, CView, CView, int, int) override { none("swiglu_backward"); }
+  void add(Stream&, View, CView, CView, std::size_t) override { none("add"); }
   void axpy(Stream&, float*, float, const float*, std::size_t) override { none("axpy"); }
-  void softmax_xent(Stream&, float*, float*, const std::int32_t*, int, int, int, float) override {
+  void softmax_xent(Stream&, float*, View, const std::int32_t*, int, int, int, float) override {
     none("softmax_xent");
   }
   void cast(Stream&, void*, DType, const void*, DType, std::size_t) override { none("cast"); }
-  void fill(Stream&, float*, float, std::size_t) override { none("fill"); }
+  void fill(Stream&, View, float, std::size_t) override { none("fill"); }
   void sum(Stream&, double*, const float*, std::size_t) override { none("sum"); }
   void sum(Stream&, double*, const double*, std::size_t) override { none("sum"); }
   void sum_squares(Stream&, double*, const float*, std::size_t) override { none("sum_squares"); }

@@ -38,7 +38,7 @@ class TestGptFamily : public ModelFamily {
     return l;
   }
   std::vector<int> gradient_order(const ParamLayout& l) const override { return gpt().gradient_order(l); }
-  std::vector<BufferSpec> buffers(const ModelConfig& c, ModelShape s, DType dt, ActivationCheckpointing ckpt,
+  std::vector<BufferSpec> buffers(const ModelConfig& c, ModelShape s, Precision dt, ActivationCheckpointing ckpt,
                                   MemoryKind kind, DeviceKind device) const override {
     std::vector<BufferSpec> v = gpt().buffers(as_gpt(c), s, dt, ckpt, kind, device);
     v.push_back({kTestScratch, "activations and scratch", MemoryKind::device, kTestScratchBytes});
@@ -55,7 +55,7 @@ class TestGptFamily : public ModelFamily {
                   std::vector<float>& values) const override {
     gpt().init_group(as_gpt(c), l, seed, g, values);
   }
-  std::unique_ptr<Model> make(Device& dev, const ModelConfig& c, ModelShape s, DType dt, ActivationCheckpointing ckpt,
+  std::unique_ptr<Model> make(Device& dev, const ModelConfig& c, ModelShape s, Precision dt, ActivationCheckpointing ckpt,
                               PlannedBuffers& planned, MemoryKind kind) const override {
     return std::make_unique<Wrapped>(c, gpt().make(dev, as_gpt(c), s, dt, ckpt, planned, kind),
                                      planned.take<std::uint8_t>(kTestScratch));

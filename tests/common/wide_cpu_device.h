@@ -17,9 +17,7 @@ inline DeviceKind wide_cpu_kind() {
     t.name = "wide-cpu";
     t.aliases = {};
     auto cpu_saved = t.attention_saved_floats;
-    t.attention_saved_floats = [cpu_saved](std::size_t B, std::size_t NH, std::size_t T) {
-      return 2 * cpu_saved(B, NH, T);
-    };
+    t.attention_saved_floats = [cpu_saved](const AttentionShape& a, DType act) { return 2 * cpu_saved(a, act); };
     auto cpu_ws = t.gemm_workspace_floats;
     t.gemm_workspace_floats = [cpu_ws](DType dt, const GemmShape& s) {
       return cpu_ws(dt, s) + kWideExtraWorkspaceFloats;

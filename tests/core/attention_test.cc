@@ -67,7 +67,7 @@ TEST(Attention, ForwardMatchesADoubleReference) {
     const std::vector<float> qkv = rng.floats(std::size_t(s.B) * s.T * 3 * s.C, -2, 2);
     // NaN everywhere first: every element of out and att, masked ones included, must be written.
     std::vector<float> out(std::size_t(s.B) * s.T * s.C, NAN), att(std::size_t(s.B) * s.NH * s.T * s.T, NAN);
-    be->attention_forward(test::cpu_stream(), out.data(), att.data(), qkv.data(), s.B, s.T, s.C, s.NH);
+    be->attention_forward(test::cpu_stream(), out.data(), att.data(), nullptr, qkv.data(), s.B, s.T, s.C, s.NH);
     const AttRef ref = attention_ref(test::to_double(qkv), s);
     // Scores are fp32 dot products of hs <= 8 terms of size <= 4 (error < 1e-5), exp and the
     // normalising sum over <= 17 terms add a few ulp; probabilities and outputs (|v| <= 2) are
@@ -89,7 +89,7 @@ TEST(Attention, ChangingAFutureTokensKeyOrValueLeavesEarlierOutputsUnchanged) {
   const Shape s{2, 9, 12, 3};
   const std::vector<float> qkv = rng.floats(std::size_t(s.B) * s.T * 3 * s.C, -2, 2);
   std::vector<float> out0(std::size_t(s.B) * s.T * s.C), att(std::size_t(s.B) * s.NH * s.T * s.T);
-  be->attention_forward(test::cpu_stream(), out0.data(), att.data(), qkv.data(), s.B, s.T, s.C, s.NH);
+  be->attention_forward(test::cpu_stream(), out0.data(), att.data(), nullptr, qkv.data(), s.B, s.T, s.C, s.NH);
   for (int b = 0; b < s.B; ++b) {
     for (int t0 : {1, 4, s.T - 1}) {
       SCOPED_TRACE(testing::Message() << "batch " << b << ", changed position " << t0);
@@ -97,7 +97,7 @@ TEST(Attention, ChangingAFutureTokensKeyOrValueLeavesEarlierOutputsUnchanged) {
       for (int i = s.C; i < 3 * s.C; ++i)
         changed[(std::size_t(b) * s.T + t0) * 3 * s.C + i] += 1.5f;  // k and v
       std::vector<float> out(out0.size());
-      be->attention_forward(test::cpu_stream(), out.data(), att.data(), changed.data(), s.B, s.T, s.C, s.NH);
+      be->attention_forward(test::cpu_stream(), out.data(), att.data(), nullptr, changed.data(), s.B, s.T, s.C, s.NH);
       for (int bb = 0; bb < s.B; ++bb)
         for (int t = 0; t < s.T; ++t) {
           bool differs = false;
@@ -121,7 +121,7 @@ TEST(Attention, BackwardMatchesFiniteDifferencesAndOverwritesDqkv) {
     const std::vector<float> qkv = rng.floats(std::size_t(s.B) * s.T * 3 * s.C, -2, 2);
     const std::vector<float> dout = rng.floats(std::size_t(s.B) * s.T * s.C);
     std::vector<float> out(dout.size()), att(std::size_t(s.B) * s.NH * s.T * s.T);
-    be->attention_forward(test::cpu_stream(), out.data(), att.data(), qkv.data(), s.B, s.T, s.C, s.NH);
+    be->attention_forward(test::cpu_stream(), out.data(), att.data(), nullptr, qkv.data(), s.B, s.T, s.C, s.NH);
     // dqkv is written, not accumulated, and datt is scratch: NaN in both must not leak through.
     std::vector<float> dqkv(qkv.size(), NAN), datt(att.size(), NAN);
     be->attention_backward(test::cpu_stream(), dqkv.data(), datt.data(), dout.data(), qkv.data(), out.data(), att.data(),

@@ -29,14 +29,20 @@ TEST(DeviceTraits, TheBuiltInKindsSayWhatTheirDevicesAre) {
   EXPECT_EQ(device_kinds(), (std::vector<DeviceKind>{DeviceKind::cpu, DeviceKind::cuda}));
 }
 
-// The sizes the plan asks for: the cpu keeps [B,NH,T,T] probabilities and their gradient and widens fp16
-// inputs in its workspace; cuda keeps one float per row and widens nothing.
+// The sizes the plan asks for: the cpu keeps [B,NH,T,T] probabilities and their gradient, widens 16-bit
+// activations in the attention's scratch (qkv, out, dout, dqkv) and fp16 inputs in its matmul workspace;
+// cuda keeps one float per row and widens nothing.
 TEST(DeviceTraits, EachKindSizesAttentionAndTheMatmulWorkspaceItself) {
-  const std::size_t B = 3, NH = 5, T = 7;
-  EXPECT_EQ(attention_saved_floats(DeviceKind::cpu, B, NH, T), B * NH * T * T);
-  EXPECT_EQ(attention_scratch_floats(DeviceKind::cpu, B, NH, T), B * NH * T * T);
-  EXPECT_EQ(attention_saved_floats(DeviceKind::cuda, B, NH, T), B * NH * T);
-  EXPECT_EQ(attention_scratch_floats(DeviceKind::cuda, B, NH, T), B * NH * T);
+  const std::size_t B = 3, NH = 4, KVH = 2, T = 7, hd = 5, W = (NH + 2 * KVH) * hd, O = NH * hd;
+  const AttentionShape a{int(B), int(T), int(NH), int(KVH), int(hd)};
+  for (DType act : {DType::f32, DType::bf16, DType::f16}) {
+    SCOPED_TRACE(dtype_name(act));
+    const std::size_t widened = act == DType::f32 ? 0 : B * T * (2 * W + 2 * O);
+    EXPECT_EQ(attention_saved_floats(DeviceKind::cpu, a, act), B * NH * T * T);
+    EXPECT_EQ(attention_scratch_floats(DeviceKind::cpu, a, act), B * NH * T * T + widened);
+    EXPECT_EQ(attention_saved_floats(DeviceKind::cuda, a, act), B * NH * T);
+    EXPECT_EQ(attention_scratch_floats(DeviceKind::cuda, a, act), B * NH * T);
+  }
   const GemmShape g{Trans::no, Trans::yes, 64, 48, 32};
   EXPECT_EQ(gemm_workspace_floats(DeviceKind::cpu, DType::f16, g), cpu_gemm_workspace_floats(DType::f16, g));
   EXPECT_GT(gemm_workspace_floats(DeviceKind::cpu, DType::f16, g), 0u);
@@ -49,7 +55,7 @@ TEST(DeviceTraits, ARegisteredKindParsesByNameAndMakesItsOwnDevices) {
   EXPECT_EQ(parse_device_kind("wide-cpu"), wide);
   EXPECT_EQ(device_kind_name(wide), "wide-cpu");
   EXPECT_EQ(device_kinds(), (std::vector<DeviceKind>{DeviceKind::cpu, DeviceKind::cuda, wide}));
-  EXPECT_EQ(attention_saved_floats(wide, 2, 3, 4), 2u * 2 * 3 * 4 * 4);
+  EXPECT_EQ(attention_saved_floats(wide, AttentionShape::multi_head(2, 4, 6, 3), DType::f32), 2u * 2 * 3 * 4 * 4);
   EXPECT_EQ(gemm_workspace_floats(wide, DType::f32, GemmShape{Trans::no, Trans::no, 8, 8, 8}),
             testing::kWideExtraWorkspaceFloats);
   EXPECT_TRUE(device_kind_built(wide));

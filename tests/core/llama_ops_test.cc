@@ -170,7 +170,7 @@ TEST_P(GroupedQueryAttention, ForwardMatchesADoubleReferenceAndBackwardFiniteDif
   const std::vector<float> qkv = rng.floats(std::size_t(s.B) * s.T * s.qkv_width(), -2, 2);
   const std::vector<float> dout = rng.floats(std::size_t(s.B) * s.T * s.out_width());
   std::vector<float> out(dout.size(), NAN), att(std::size_t(s.B) * s.NH * s.T * s.T, NAN);
-  be->attention_forward(test::cpu_stream(), out.data(), att.data(), qkv.data(), s);
+  be->attention_forward(test::cpu_stream(), out.data(), att.data(), nullptr, qkv.data(), s);
   EXPECT_TRUE(test::all_near("out", out, gqa_ref(test::to_double(qkv), s), 2e-5, 1e-5));
   std::vector<float> dqkv(qkv.size(), NAN), datt(att.size(), NAN);
   be->attention_backward(test::cpu_stream(), dqkv.data(), datt.data(), dout.data(), qkv.data(), out.data(), att.data(), s);

@@ -69,7 +69,7 @@ Result run_cpu(const Inputs& in, const AttentionShape& a) {
   const std::size_t att = std::size_t(a.B) * a.NH * a.T * a.T;
   std::vector<float> probs(att), scratch(att);
   Result r{std::vector<float>(in.dout.size()), {}, std::vector<float>(in.qkv.size())};
-  be->attention_forward(test::cpu_stream(), r.out.data(), probs.data(), in.qkv.data(), a);
+  be->attention_forward(test::cpu_stream(), r.out.data(), probs.data(), scratch.data(), in.qkv.data(), a);
   be->attention_backward(test::cpu_stream(), r.dqkv.data(), scratch.data(), in.dout.data(), in.qkv.data(),
                          r.out.data(), probs.data(), a);
   return r;
@@ -337,15 +337,16 @@ TEST_F(CudaAttention, TheCudaBackendRunsGroupedQueryHeadsAsTheCpuBackendDoes) {
       SCOPED_TRACE(label(a));
       const Inputs in = random_inputs(a, 74);
       const Result want = run_cpu(in, a);
-      const std::size_t rows = std::size_t(a.B) * a.NH * a.T;  // the cuda backend's saved and scratch
       Buffer<float> qkv(*dev, in.qkv.size(), "qkv"), dout(*dev, in.dout.size(), "dout"),
-          out(*dev, in.dout.size(), "out"), saved(*dev, rows, "saved"), scratch(*dev, rows, "scratch"),
+          out(*dev, in.dout.size(), "out"),
+          saved(*dev, attention_saved_floats(dev->kind(), a, DType::f32), "saved"),
+          scratch(*dev, attention_scratch_floats(dev->kind(), a, DType::f32), "scratch"),
           dqkv(*dev, in.qkv.size(), "dqkv");
       be.copy_async(*stream, qkv.data(), in.qkv.data(), qkv.bytes());
       be.copy_async(*stream, dout.data(), in.dout.data(), dout.bytes());
       be.memset_async(*stream, out.data(), 0xff, out.bytes());
       be.memset_async(*stream, dqkv.data(), 0xff, dqkv.bytes());
-      be.attention_forward(*stream, out.data(), saved.data(), qkv.data(), a);
+      be.attention_forward(*stream, out.data(), saved.data(), scratch.data(), qkv.data(), a);
       be.attention_backward(*stream, dqkv.data(), scratch.data(), dout.data(), qkv.data(), out.data(),
                             saved.data(), a);
       Result got{std::vector<float>(out.size()), {}, std::vector<float>(dqkv.size())};
@@ -356,7 +357,8 @@ TEST_F(CudaAttention, TheCudaBackendRunsGroupedQueryHeadsAsTheCpuBackendDoes) {
 
       if (a.KVH != a.NH) continue;
       // The multi-head form gives the same bits as its AttentionShape.
-      be.attention_forward(*stream, out.data(), saved.data(), qkv.data(), a.B, a.T, a.out_width(), a.NH);
+      be.attention_forward(*stream, out.data(), saved.data(), scratch.data(), qkv.data(), a.B, a.T,
+                           a.out_width(), a.NH);
       be.attention_backward(*stream, dqkv.data(), scratch.data(), dout.data(), qkv.data(), out.data(),
                             saved.data(), a.B, a.T, a.out_width(), a.NH);
       Result again{std::vector<float>(out.size()), {}, std::vector<float>(dqkv.size())};
@@ -404,14 +406,14 @@ TEST_F(CudaAttention, LogSumExpMatchesADoubleReference) {
 TEST(CudaAttentionShape, AHeadSizeOver256IsRefusedByName) {
   for (int kvh : {1, 2}) {
     try {
-      cuda::attention_forward(cudaStream_t{}, nullptr, nullptr, nullptr, AttentionShape{1, 4, 2, kvh, 257});
+      cuda::attention_forward(cudaStream_t{}, View{}, nullptr, CView{}, AttentionShape{1, 4, 2, kvh, 257});
       FAIL() << "head size 257 was accepted";
     } catch (const Error& e) {
       EXPECT_NE(std::string(e.what()).find("head size 257 is over the 256"), std::string::npos) << e.what();
     }
   }
   try {
-    cuda::attention_backward(cudaStream_t{}, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+    cuda::attention_backward(cudaStream_t{}, View{}, nullptr, CView{}, CView{}, CView{}, nullptr,
                              AttentionShape{1, 4, 4, 1, 300});
     FAIL() << "head size 300 was accepted";
   } catch (const Error& e) {
@@ -421,7 +423,7 @@ TEST(CudaAttentionShape, AHeadSizeOver256IsRefusedByName) {
 
 TEST(CudaAttentionShape, TheBf16PathRefusesAHeadSizeOver128ByName) {
   try {
-    cuda::attention_forward(cudaStream_t{}, nullptr, nullptr, nullptr, AttentionShape{1, 4, 4, 2, 200},
+    cuda::attention_forward(cudaStream_t{}, View{}, nullptr, CView{}, AttentionShape{1, 4, 4, 2, 200},
                             cuda::AttentionMath::bf16_tensor_cores);
     FAIL() << "head size 200 was accepted";
   } catch (const Error& e) {
@@ -432,7 +434,7 @@ TEST(CudaAttentionShape, TheBf16PathRefusesAHeadSizeOver128ByName) {
 TEST(CudaAttentionShape, QueryHeadsNotAMultipleOfTheKeyValueHeadsAreRefused) {
   for (cuda::AttentionMath math : {cuda::AttentionMath::fp32_simt, cuda::AttentionMath::bf16_tensor_cores}) {
     try {
-      cuda::attention_backward(cudaStream_t{}, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr,
+      cuda::attention_backward(cudaStream_t{}, View{}, nullptr, CView{}, CView{}, CView{}, nullptr,
                                AttentionShape{1, 4, 6, 4, 64}, math);
       FAIL() << "NH = 6 over KVH = 4 was accepted";
     } catch (const Error& e) {
@@ -440,7 +442,7 @@ TEST(CudaAttentionShape, QueryHeadsNotAMultipleOfTheKeyValueHeadsAreRefused) {
     }
   }
   EXPECT_THROW(
-      cuda::attention_forward(cudaStream_t{}, nullptr, nullptr, nullptr, AttentionShape{1, 4, 4, 0, 64}),
+      cuda::attention_forward(cudaStream_t{}, View{}, nullptr, CView{}, AttentionShape{1, 4, 4, 0, 64}),
       Error);
 }
 

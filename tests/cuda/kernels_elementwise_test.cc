@@ -117,11 +117,13 @@ TEST_F(CudaElementwise, AddAxpyAndFillGiveTheCpuBits) {
 }
 
 TEST_F(CudaElementwise, EmptyLaunchesDoNothingAndSucceed) {
-  cuda::gelu_forward(stream_, nullptr, nullptr, 0);
-  cuda::add(stream_, nullptr, nullptr, nullptr, 0);
-  cuda::fill(stream_, nullptr, 1.0f, 0);
+  cuda::gelu_forward(stream_, View{}, CView{}, 0);
+  cuda::add(stream_, View{}, CView{}, CView{}, 0);
+  cuda::fill(stream_, View{}, 1.0f, 0);
+  cuda::fill(stream_, View{nullptr, DType::bf16}, 1.0f, 0);
   cuda::cast(stream_, nullptr, DType::bf16, nullptr, DType::f32, 0);
-  cuda::add_bias(stream_, nullptr, CView{nullptr, DType::bf16}, 0, 5);
+  cuda::add_bias(stream_, View{}, CView{nullptr, DType::bf16}, 0, 5);
+  cuda::add_bias(stream_, View{nullptr, DType::f16}, CView{nullptr, DType::bf16}, 0, 5);
   EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
 }
 

@@ -254,12 +254,12 @@ TEST_F(CudaLlamaKernels, EncoderWithoutAPositionTableGivesTheCpuBitsForEveryPara
 }
 
 TEST_F(CudaLlamaKernels, EmptyLaunchesDoNothingAndSucceed) {
-  cuda::rmsnorm_forward(stream_, nullptr, nullptr, nullptr, CView{nullptr, DType::bf16}, 0, 64, 1e-5f);
-  cuda::rmsnorm_backward(stream_, nullptr, nullptr, nullptr, nullptr, CView{nullptr, DType::f32}, nullptr, 0,
+  cuda::rmsnorm_forward(stream_, View{}, nullptr, CView{}, CView{nullptr, DType::bf16}, 0, 64, 1e-5f);
+  cuda::rmsnorm_backward(stream_, View{}, nullptr, CView{}, CView{}, CView{nullptr, DType::f32}, nullptr, 0,
                          64);
-  cuda::rope(stream_, nullptr, nullptr, 0, 4, 2, 64, 128, false);
-  cuda::swiglu_forward(stream_, nullptr, nullptr, 0, 10);
-  cuda::swiglu_backward(stream_, nullptr, nullptr, nullptr, 7, 0);
+  cuda::rope(stream_, View{}, nullptr, 0, 4, 2, 64, 128, false);
+  cuda::swiglu_forward(stream_, View{}, CView{}, 0, 10);
+  cuda::swiglu_backward(stream_, View{}, CView{}, CView{}, 7, 0);
   EXPECT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);
 }
 
@@ -322,9 +322,9 @@ TEST_F(CudaLlamaKernels, TheCudaBackendRunsTheKernels) {
 
 // Arguments are checked on the host before anything reaches a device, so these run without one.
 TEST(CudaLlamaArguments, RopeRefusesAnOddHeadSizeAndHeadsWiderThanTheRow) {
-  EXPECT_THROW(cuda::rope(cudaStream_t{}, nullptr, nullptr, 4, 4, 2, 63, 128, false), Error);
+  EXPECT_THROW(cuda::rope(cudaStream_t{}, View{}, nullptr, 4, 4, 2, 63, 128, false), Error);
   try {
-    cuda::rope(cudaStream_t{}, nullptr, nullptr, 4, 4, 3, 64, 128, false);
+    cuda::rope(cudaStream_t{}, View{}, nullptr, 4, 4, 3, 64, 128, false);
     FAIL() << "3 heads of 64 in rows of 128 were accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("3 heads of 64"), std::string::npos) << e.what();
@@ -333,7 +333,7 @@ TEST(CudaLlamaArguments, RopeRefusesAnOddHeadSizeAndHeadsWiderThanTheRow) {
 
 TEST(CudaLlamaArguments, RmsNormRefusesAnIntegerWeightByName) {
   try {
-    cuda::rmsnorm_forward(cudaStream_t{}, nullptr, nullptr, nullptr, CView{nullptr, DType::i32}, 1, 4, 1e-5f);
+    cuda::rmsnorm_forward(cudaStream_t{}, View{}, nullptr, CView{}, CView{nullptr, DType::i32}, 1, 4, 1e-5f);
     FAIL() << "an int32 weight was accepted";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("int32"), std::string::npos) << e.what();

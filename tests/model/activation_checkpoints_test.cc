@@ -135,7 +135,7 @@ void check_schedule(int n_layer, ActivationCheckpointing ck, unsigned seed) {
     specs.push_back(
         {ActivationCheckpoints::staging_name(i), "activations and scratch", MemoryKind::device, kBytes});
   PlannedBuffers planned(dev, specs);
-  ActivationCheckpoints ckpts(dev, n_layer, MemoryKind::pinned_host, ck, planned);
+  ActivationCheckpoints ckpts(dev, n_layer, MemoryKind::pinned_host, ck, DType::f32, planned);
   planned.expect_all_taken();
   std::unique_ptr<Stream> s = dev.create_stream();
   Backend& be = dev.backend();
@@ -144,18 +144,18 @@ void check_schedule(int n_layer, ActivationCheckpointing ck, unsigned seed) {
     std::vector<unsigned char> got;
   };
   std::deque<Read> reads;  // stable addresses for the copies still to run
-  auto read = [&](int call, int l, const float* p) {
+  auto read = [&](int call, int l, CView p) {
     reads.push_back({call, l, std::vector<unsigned char>(kBytes)});
-    be.copy_async(*s, reads.back().got.data(), p, kBytes);
+    be.copy_async(*s, reads.back().got.data(), p.ptr, kBytes);
   };
   auto forward = [&](int call) {
-    be.memset_async(*s, ckpts.write(*s, 0), pattern(call, 0), kBytes);  // the encoder
+    be.memset_async(*s, ckpts.write(*s, 0).ptr, pattern(call, 0), kBytes);  // the encoder
     ckpts.written(*s, 0);
     for (int l = 0; l < n_layer; ++l) {
-      const float* in = ckpts.reading(l);
-      float* out = ckpts.write(*s, l + 1);
+      const CView in = ckpts.reading(l);
+      const View out = ckpts.write(*s, l + 1);
       read(call, l, in);  // block l
-      be.memset_async(*s, out, pattern(call, l + 1), kBytes);
+      be.memset_async(*s, out.ptr, pattern(call, l + 1), kBytes);
       ckpts.written(*s, l + 1);
     }
     read(call, n_layer, ckpts.reading(n_layer));  // the final LayerNorm
@@ -166,10 +166,10 @@ void check_schedule(int n_layer, ActivationCheckpointing ck, unsigned seed) {
     read(call, n_layer, ckpts.load(*s, n_layer));  // the final LayerNorm
     ckpts.done(*s, n_layer);
     for (int l = n_layer - 1; l >= 0; --l) {
-      const float* in = ckpts.load(*s, l);
+      const CView in = ckpts.load(*s, l);
       read(call, l, in);  // the recomputation, then the block's backward
       if (ck == ActivationCheckpointing::per_block)
-        be.memset_async(*s, ckpts.recompute_output(l), 0xEE, kBytes);
+        be.memset_async(*s, ckpts.recompute_output(l).ptr, 0xEE, kBytes);
       read(call, l, in);
       ckpts.done(*s, l);
     }
@@ -199,30 +199,34 @@ TEST(ActivationCheckpoints, EveryReadSeesItsCheckpointInEveryOrderTheEventsAllow
       }
 }
 
-// The staging buffers are device memory the plan lists (so `tierzero plan` counts them): B*T*C floats
-// each, 3 with recomputation, 2 without, none when the checkpoints stay on the device.
+// The staging buffers are device memory the plan lists (so `tierzero plan` counts them): B*T*C
+// activations each (2 bytes in a bf16 run, 4 with --activation-dtype fp32), 3 with recomputation, 2
+// without, none when the checkpoints stay on the device.
 TEST(ActivationCheckpoints, ThePlanListsTheDeviceStagingOnlyForCheckpointsOnTheHostTier) {
   const ModelConfig cfg = small_config(3);
-  const std::size_t ckpt_bytes = std::size_t(B) * T * cfg.n_embd * 4;
-  for (auto ck : {ActivationCheckpointing::per_block, ActivationCheckpointing::off}) {
-    const auto on_device = Gpt::buffers(cfg, {B, T}, DType::bf16, ck, MemoryKind::device);
-    const auto on_host = Gpt::buffers(cfg, {B, T}, DType::bf16, ck, MemoryKind::pinned_host);
-    const int want = ck == ActivationCheckpointing::per_block ? 3 : 2;
-    int staging = 0;
-    for (const BufferSpec& s : on_host) {
-      if (s.name.rfind("activation checkpoint staging [", 0) != 0) continue;
-      EXPECT_EQ(s.name, ActivationCheckpoints::staging_name(staging));
-      EXPECT_EQ(s.kind, MemoryKind::device);
-      EXPECT_EQ(s.cls, "activations and scratch");
-      EXPECT_EQ(s.bytes, ckpt_bytes);
-      ++staging;
+  for (const Precision pr : {Precision{DType::bf16}, Precision{DType::bf16, DType::f32}}) {
+    SCOPED_TRACE(dtype_name(pr.act));
+    const std::size_t ckpt_bytes = std::size_t(B) * T * cfg.n_embd * dtype_size(pr.act);
+    for (auto ck : {ActivationCheckpointing::per_block, ActivationCheckpointing::off}) {
+      const auto on_device = Gpt::buffers(cfg, {B, T}, pr, ck, MemoryKind::device);
+      const auto on_host = Gpt::buffers(cfg, {B, T}, pr, ck, MemoryKind::pinned_host);
+      const int want = ck == ActivationCheckpointing::per_block ? 3 : 2;
+      int staging = 0;
+      for (const BufferSpec& s : on_host) {
+        if (s.name.rfind("activation checkpoint staging [", 0) != 0) continue;
+        EXPECT_EQ(s.name, ActivationCheckpoints::staging_name(staging));
+        EXPECT_EQ(s.kind, MemoryKind::device);
+        EXPECT_EQ(s.cls, "activations and scratch");
+        EXPECT_EQ(s.bytes, ckpt_bytes);
+        ++staging;
+      }
+      EXPECT_EQ(staging, want);
+      for (const BufferSpec& s : on_device) EXPECT_EQ(s.name.find("staging"), std::string::npos) << s.name;
+      // The L + 1 checkpoints leave the device; the staging buffers come in their place.
+      EXPECT_EQ(total_bytes(on_device, MemoryKind::device) - total_bytes(on_host, MemoryKind::device),
+                (cfg.n_layer + 1 - want) * ckpt_bytes);
+      EXPECT_EQ(total_bytes(on_host, MemoryKind::pinned_host), (cfg.n_layer + 1) * ckpt_bytes);
     }
-    EXPECT_EQ(staging, want);
-    for (const BufferSpec& s : on_device) EXPECT_EQ(s.name.find("staging"), std::string::npos) << s.name;
-    // The L + 1 checkpoints leave the device; the staging buffers come in their place.
-    EXPECT_EQ(total_bytes(on_device, MemoryKind::device) - total_bytes(on_host, MemoryKind::device),
-              (cfg.n_layer + 1 - want) * ckpt_bytes);
-    EXPECT_EQ(total_bytes(on_host, MemoryKind::pinned_host), (cfg.n_layer + 1) * ckpt_bytes);
   }
 }
 

@@ -113,6 +113,30 @@ TEST(Train, ValidationLossIsTheSameWithActivationCheckpointingAndBf16IsClose) {
     EXPECT_NEAR(half.losses[i], plain.losses[i], 0.01 * plain.losses[i]) << "step " << i + 1;
 }
 
+// Activations and their gradients stored in bf16 (the default of a bf16 run) against fp32 activations
+// with the same bf16 parameters, and against fp32 throughout, over 20 steps of both families. Measured
+// with these seeds (AMD EPYC, AVX-512): GPT-2 tiny within 0.01% of the fp32-activation run and 0.03% of
+// fp32 at every step; the bound is 0.2% and 0.5%.
+TEST(Train, Bf16ActivationsTrainLikeFp32ActivationsAndFp32) {
+  for (const char* model : {"tiny", "llama-tiny"}) {
+    SCOPED_TRACE(model);
+    TrainOptions o = tiny(20);
+    o.model = model_preset(model);
+    const TrainResult f32 = run(o);
+    o.dtype = DType::bf16;
+    const TrainResult b16 = run(o);
+    o.fp32_activations = true;
+    const TrainResult b16_f32 = run(o);
+    ASSERT_EQ(b16.losses.size(), 20u);
+    for (std::size_t i = 0; i < f32.losses.size(); ++i) {
+      EXPECT_NEAR(b16.losses[i], b16_f32.losses[i], 0.002 * b16_f32.losses[i]) << "step " << i + 1;
+      EXPECT_NEAR(b16.losses[i], f32.losses[i], 0.005 * f32.losses[i]) << "step " << i + 1;
+    }
+    EXPECT_NE(b16.losses, b16_f32.losses);  // the activations' dtype did change the arithmetic
+    EXPECT_NEAR(b16.val_loss, f32.val_loss, 0.005 * f32.val_loss);
+  }
+}
+
 // A run that diverges ends in an error, never in success, and never replaces a good model.
 TEST(Train, ADivergingRunFailsAndLeavesTheGoodModelInPlace) {
   testing::TestDir dir;
