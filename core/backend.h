@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <string>
 
 #include "core/dtype.h"
 #include "core/stream.h"
@@ -27,6 +28,7 @@ struct GemmShape {
   Trans ta = Trans::no, tb = Trans::no;
   int M = 0, N = 0, K = 0;
   DType out = DType::f32;  // C's dtype: the activation dtype for an activation, fp32 for a weight gradient
+  std::string name;        // what a profile calls it ("qkv.fwd"); empty: unnamed
 };
 
 // One causal attention's shape: B sequences of T positions, NH query heads and KVH key-value heads

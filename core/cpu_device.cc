@@ -2,6 +2,7 @@
 // the host tier page-aligned and locked where the limit allows) and its synchronous streams and events.
 #include <sys/mman.h>
 
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
@@ -89,10 +90,23 @@ class CpuStream final : public Stream {
 
 class CpuEvent final : public Event {
  public:
-  void record(Stream&) override {}
+  explicit CpuEvent(bool timing = false) : timing_(timing) {}
+  // The stream has run everything enqueued before this call: now is when it reached the event.
+  void record(Stream&) override {
+    if (timing_) at_ = std::chrono::steady_clock::now();
+  }
   void wait(Stream&) override {}
   void synchronize() override {}
   bool ready() override { return true; }
+  double ms_since(Event& start) override {
+    auto* s = dynamic_cast<CpuEvent*>(&start);
+    TZ_CHECK(timing_ && s && s->timing_, "ms_since needs two timing events of the cpu device");
+    return std::chrono::duration<double, std::milli>(at_ - s->at_).count();
+  }
+
+ private:
+  bool timing_;
+  std::chrono::steady_clock::time_point at_{};
 };
 
 class CpuDevice final : public Device {
@@ -125,6 +139,7 @@ class CpuDevice final : public Device {
   }
   std::unique_ptr<Stream> create_stream() override { return std::make_unique<CpuStream>(); }
   std::unique_ptr<Event> create_event() override { return std::make_unique<CpuEvent>(); }
+  std::unique_ptr<Event> create_timing_event() override { return std::make_unique<CpuEvent>(true); }
   std::string pin_error() const override {
     std::string e = pinned_.pin_error();
     for (const auto& p : pools_)

@@ -4,11 +4,23 @@
 
 #include "core/backend.h"
 #include "core/error.h"
+#include "core/profiled_backend.h"
 
 namespace tz {
 
-Device::Device(DeviceKind kind, std::unique_ptr<Backend> backend) : kind_(kind), backend_(std::move(backend)) {}
+Device::Device(DeviceKind kind, std::unique_ptr<Backend> backend)
+    : kind_(kind), backend_(std::make_unique<ProfiledBackend>(std::move(backend))) {}
 Device::~Device() = default;
+
+Backend& Device::backend() { return *backend_; }
+
+void Device::set_op_profile(OpProfile* profile) { backend_->attach(profile); }
+
+std::unique_ptr<Event> Device::create_timing_event() {
+  TZ_FAIL("the ", device_kind_name(kind_), " device has no timing events");
+}
+
+double Event::ms_since(Event&) { TZ_FAIL("an event made without timing cannot be timed (use create_timing_event)"); }
 
 std::size_t gemm_workspace_floats(DeviceKind kind, DType dtype, const GemmShape& s) {
   return device_traits(kind).gemm_workspace_floats(dtype, s);

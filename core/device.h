@@ -20,6 +20,8 @@
 namespace tz {
 
 class Backend;
+class OpProfile;
+class ProfiledBackend;
 
 // The budgets and the pinning policy a device is made with (filled by launch/ from the flags).
 struct DeviceOptions {
@@ -57,10 +59,18 @@ class Device {
   // Throws for a kind registered after the device was made.
   virtual Allocator& allocator(MemoryKind k) = 0;
   MemoryBudget& budget(MemoryKind k) { return allocator(k).budget(); }
-  Backend& backend() { return *backend_; }
+  // The kernels; each call is timed into the attached profile while there is one.
+  Backend& backend();
+  // Attaches a per-op profile to every backend call from now on (null: detaches); the profile outlives
+  // its attachment.
+  void set_op_profile(OpProfile* profile);
 
   virtual std::unique_ptr<Stream> create_stream() = 0;
   virtual std::unique_ptr<Event> create_event() = 0;
+  // An event that also records when its stream reached it (Event::ms_since): CUDA events with timing on
+  // a GPU, the wall clock on the cpu (whose streams run each operation as it is enqueued). The traits'
+  // event_clock names that clock.
+  virtual std::unique_ptr<Event> create_timing_event();
   // Why the host tier is not locked in RAM ("" when it is, or when pinning was not asked for).
   virtual std::string pin_error() const = 0;
 
@@ -69,7 +79,7 @@ class Device {
 
  private:
   DeviceKind kind_;
-  std::unique_ptr<Backend> backend_;
+  std::unique_ptr<ProfiledBackend> backend_;
 };
 
 // The CPU device: oneDNN + OpenMP kernels; device memory is 64-byte-aligned host memory under

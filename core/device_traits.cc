@@ -20,6 +20,7 @@ DeviceTraits cpu_traits() {
   t.unified_memory = true;
   t.collectives = DeviceCollectives::host;
   t.overlap_optimizer = false;
+  t.event_clock = "wall";  // the cpu stream runs each operation as it is enqueued
   t.gemm_workspace_floats = [](DType dt, const GemmShape& s) { return cpu_gemm_workspace_floats(dt, s); };
   // The probabilities and their gradient, [B,NH,T,T] each; with 16-bit activations the scratch also
   // holds fp32 copies of what the loops read and write (cpu_attention_widened_floats).
@@ -38,6 +39,7 @@ DeviceTraits cuda_traits() {
   t.unified_memory = false;
   t.collectives = DeviceCollectives::nccl;
   t.overlap_optimizer = true;
+  t.event_clock = "cuda events";
   // cuBLASLt reads 16-bit inputs as they are (its own workspace is taken when the device is made).
   t.gemm_workspace_floats = [](DType, const GemmShape&) { return std::size_t(0); };
   // The fused kernels keep one log-sum-exp per row, and use one float per row (rowsum of dout * out).

@@ -38,6 +38,8 @@ struct DeviceTraits {
   // Whether the CPU Adam runs during backward (speculatively) when --overlap-optimizer is auto: on a
   // device whose cores are the host's it would take them from backward.
   bool overlap_optimizer = false;
+  // The clock timing events read (Device::create_timing_event), as the metrics name it.
+  std::string event_clock;
   // Floats of workspace one matrix product needs (the cpu widens 16-bit inputs to fp32 there).
   std::function<std::size_t(DType, const GemmShape&)> gemm_workspace_floats;
   // Floats attention_forward keeps for backward, and the attention's scratch, for a shape and an

@@ -31,6 +31,10 @@ class Event {
   virtual void synchronize() = 0;
   // Whether the event has completed (never blocks).
   virtual bool ready() = 0;
+  // Milliseconds from `start`'s completion to this event's, on the clock of the streams they were
+  // recorded on; both must be timing events of one device (Device::create_timing_event), recorded and
+  // completed. Throws for an event made without timing.
+  virtual double ms_since(Event& start);
 };
 
 }  // namespace tz

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
@@ -12,6 +13,7 @@
 #include "core/error.h"
 #include "launch/ds_config.h"
 #include "launch/ds_reader.h"
+#include "launch/hardware_file.h"
 #include "launch/parse_args.h"
 #include "zero/numa_tier.h"
 
@@ -136,6 +138,14 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
       "log-every", po::value(&f.o.log_every)->default_value(f.o.log_every),
       "print a progress line every N steps on rank 0, the first and last always (0: none; "
       "steps_per_print)")(
+      "profile-ops", po::value(&f.o.profile_ops)->default_value(f.o.profile_ops),
+      "time every kernel, product, copy and collective of N steps after the first (which warms up) and "
+      "print, on rank 0 after them, a table per op: calls and ms per step, share of the step, and "
+      "TFLOP/s or GB/s against --profile-hardware's peaks; timed by CUDA events on a GPU, by the wall "
+      "clock on the cpu; written to --metrics as a \"profile\" record (0: off; docs/metrics.md)")(
+      "profile-hardware", po::value(&f.profile_hardware)->default_value(""),
+      "the peaks --profile-ops sets achieved rates against: a preset (h200-141g, h100-80g, ...), local "
+      "(this machine's tierzero bench calibrate) or a hardware JSON file (as plan --hardware)")(
       "config", po::value(&f.config)->default_value(""),
       "a DeepSpeed JSON config (docs/deepspeed.md; its keys: docs/configuration.md); flags typed on "
       "the command line override it")(
@@ -275,6 +285,7 @@ void check_numbers(const TrainFlags& f) {
   check_range(o.val_every, 0, kIntMax, "val-every", " steps (0: only after the last step)");
   check_range(o.val_batches, 1, kIntMax, "val-batches", " micro-batches");
   check_range(o.log_every, 0, kIntMax, "log-every", " steps (0: none)");
+  check_range(o.profile_ops, 0, kIntMax, "profile-ops", " steps (0: off)");
   TZ_CHECK(o.resume != "latest" || !o.save_dir.empty(),
            "--resume latest needs --save-dir: the folder to look for checkpoints in");
   TZ_CHECK(!o.save_dir.empty() || (o.save_every == 0 && o.keep_last == 0),
@@ -401,6 +412,20 @@ void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   check_nvme_paths(f.o.offload.nvme_paths);
   TZ_CHECK(f.bind_cores == "none" || f.bind_cores == "auto", "--bind-cores must be none or auto, got '",
            f.bind_cores, "'");
+  TZ_CHECK(f.profile_hardware.empty() || f.o.profile_ops > 0, "--profile-hardware '", f.profile_hardware,
+           "' sets the peaks of --profile-ops's table, and --profile-ops is 0 (off): give --profile-ops N");
+  if (!f.profile_hardware.empty()) f.o.profile_peaks = profile_peaks(load_hardware(f.profile_hardware), f.o.dtype);
+}
+
+ProfilePeaks profile_peaks(const Hardware& h, DType dtype) {
+  const int i = dtype == DType::bf16 ? 1 : dtype == DType::f16 ? 2 : 0;
+  ProfilePeaks p{h.peak_tflops[i], h.device_gbs, h.intra_gbs, h.name};
+  char b[160];
+  std::snprintf(b, sizeof b, " (%g TFLOP/s %s dense, memory %g GB/s, collectives %g GB/s)", p.tflops,
+                std::string(dtype_name(dtype)).c_str(), p.memory_gbs, p.comm_gbs);
+  p.source += b;
+  if (!h.source.empty()) p.source += ": " + h.source;
+  return p;
 }
 
 }  // namespace tz

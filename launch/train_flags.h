@@ -8,6 +8,7 @@
 
 #include "launch/model_options.h"
 #include "train/train_options.h"
+#include "zero/hardware.h"
 
 namespace tz {
 
@@ -23,6 +24,7 @@ struct TrainFlags {
   ModelFlags mf;
   std::string dtype = "fp32", schedule = "constant", device = "cpu", device_mem = "unlimited";
   std::string activation_dtype = "auto";
+  std::string profile_hardware;  // --profile-hardware: resolved into o.profile_peaks
   bool ckpt = false;
   std::string bind_cores = "none";  // none | auto (launch/train_cmd.cc applies it)
   std::string config, reduce_bucket, allgather_bucket, prefetch_bucket, max_live, persistence;
@@ -35,6 +37,9 @@ struct TrainFlags {
 
 // Adds every training flag to `desc`, bound to `f`.
 void add_train_flags(boost::program_options::options_description& desc, TrainFlags& f);
+
+// The peaks of --profile-hardware's machine for a run in `dtype` (the table's "% peak").
+ProfilePeaks profile_peaks(const Hardware& h, DType dtype);
 
 // Resolves the parsed flags (and --config) into f.o; throws naming the flag for a bad value.
 void resolve_train_flags(TrainFlags& f, const boost::program_options::variables_map& vm);

@@ -33,20 +33,26 @@ std::vector<GemmShape> Gpt::gemm_shapes(const ModelConfig& cfg, ModelShape s, DT
   const Trans N = Trans::no, T = Trans::yes;
   const DType W = DType::f32;  // weight gradients
   std::vector<GemmShape> v;
-  for (int oc : {3 * C, C, 4 * C}) v.push_back({N, N, BT, oc, C, act});  // qkv, attention and mlp projections...
-  v.push_back({N, N, BT, C, 4 * C, act});                                 // ...and the mlp's back to C
+  v.push_back({N, N, BT, 3 * C, C, act, "qkv.fwd"});
+  v.push_back({N, N, BT, C, C, act, "attproj.fwd"});
+  v.push_back({N, N, BT, 4 * C, C, act, "fc.fwd"});
+  v.push_back({N, N, BT, C, 4 * C, act, "fcproj.fwd"});
   // The LM head, per chunk of rows (and the last, shorter chunk, whose workspace need may differ).
   const int R = logits_rows(cfg, s);
   std::vector<int> rows{R};
   if (BT % R) rows.push_back(BT % R);
   for (int r : rows) {
-    v.push_back({N, T, r, Vp, C, act});  // logits
-    v.push_back({N, N, r, C, Vp, act});  // its input gradient
-    v.push_back({T, N, Vp, C, r, W});    // its weight gradient
+    v.push_back({N, T, r, Vp, C, act, "lmhead.fwd"});  // logits
+    v.push_back({N, N, r, C, Vp, act, "lmhead.dgrad"});
+    v.push_back({T, N, Vp, C, r, W, "lmhead.wgrad"});
   }
-  for (auto [in, out] : {std::pair{C, 3 * C}, {C, C}, {C, 4 * C}, {4 * C, C}}) {
-    v.push_back({N, T, BT, in, out, act});  // input gradient
-    v.push_back({T, N, in, out, BT, W});    // weight gradient
+  const struct {
+    int in, out;
+    const char* name;
+  } linears[] = {{C, 3 * C, "qkv"}, {C, C, "attproj"}, {C, 4 * C, "fc"}, {4 * C, C, "fcproj"}};
+  for (const auto& l : linears) {
+    v.push_back({N, T, BT, l.in, l.out, act, std::string(l.name) + ".dgrad"});
+    v.push_back({T, N, l.in, l.out, BT, W, std::string(l.name) + ".wgrad"});
   }
   return v;
 }

@@ -88,6 +88,9 @@ class Gpt2Family final : public ModelFamily {
 
   // Every block's set kept, attention probabilities of T x T per head, logits and their low-precision
   // copies, all in 8-byte words.
+  std::vector<GemmShape> gemm_shapes(const ModelConfig& c, ModelShape s, DType act) const override {
+    return Gpt::gemm_shapes(c, s, act);
+  }
   double activation_bytes_bound(const ModelConfig& c, ModelShape s) const override {
     const double L = c.n_layer, C = c.n_embd, H = c.n_head, V = c.padded_vocab_size, B = s.B, T = s.T;
     return 8 * ((L + 2) * (B * T * (32 * C + 8) + B * H * T * T) + 3 * B * T * V);

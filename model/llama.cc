@@ -45,18 +45,23 @@ std::vector<GemmShape> Llama::gemm_shapes(const ModelConfig& c, ModelShape s, DT
   const int BT = s.B * s.T, C = d.C, Q = d.H * d.hd, QKV = Q + 2 * d.KV * d.hd, I = d.I, Vp = c.padded_vocab_size;
   const Trans N = Trans::no, T = Trans::yes;
   std::vector<GemmShape> v;
-  for (auto [in, out] : {std::pair{C, QKV}, {Q, C}, {C, 2 * I}, {I, C}}) {
-    v.push_back({N, T, BT, out, in, act});         // forward
-    v.push_back({N, N, BT, in, out, act});         // input gradient
-    v.push_back({T, N, out, in, BT, DType::f32});  // weight gradient
+  const struct {
+    int in, out;
+    const char* name;
+  } linears[] = {{C, QKV, "qkv"}, {Q, C, "o"}, {C, 2 * I, "gate_up"}, {I, C, "down"}};
+  for (const auto& l : linears) {
+    const std::string n = l.name;
+    v.push_back({N, T, BT, l.out, l.in, act, n + ".fwd"});
+    v.push_back({N, N, BT, l.in, l.out, act, n + ".dgrad"});
+    v.push_back({T, N, l.out, l.in, BT, DType::f32, n + ".wgrad"});
   }
   const int R = logits_rows(c, s);
   std::vector<int> rows{R};
   if (BT % R) rows.push_back(BT % R);
   for (int r : rows) {
-    v.push_back({N, T, r, Vp, C, act});
-    v.push_back({N, N, r, C, Vp, act});
-    v.push_back({T, N, Vp, C, r, DType::f32});
+    v.push_back({N, T, r, Vp, C, act, "lmhead.fwd"});
+    v.push_back({N, N, r, C, Vp, act, "lmhead.dgrad"});
+    v.push_back({T, N, Vp, C, r, DType::f32, "lmhead.wgrad"});
   }
   return v;
 }

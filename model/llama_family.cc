@@ -120,6 +120,9 @@ class LlamaFamily final : public ModelFamily {
     return Llama::buffers(c, s, dt, ckpt, ckpt_kind, device);
   }
 
+  std::vector<GemmShape> gemm_shapes(const ModelConfig& c, ModelShape s, DType act) const override {
+    return Llama::gemm_shapes(c, s, act);
+  }
   double activation_bytes_bound(const ModelConfig& c, ModelShape s) const override {
     const LlamaDims d = LlamaDims::of(c);
     const double L = c.n_layer, C = d.C, Q = double(d.H) * d.hd, I = d.I, H = d.H, V = c.padded_vocab_size;

@@ -52,6 +52,9 @@ class ModelFamily {
   virtual std::vector<BufferSpec> buffers(const ModelConfig& cfg, ModelShape shape, Precision pr,
                                           ActivationCheckpointing ckpt, MemoryKind checkpoint_kind,
                                           DeviceKind device) const = 0;
+  // Every matrix product forward and backward run, named ("qkv.fwd", "lmhead.wgrad"), activations'
+  // outputs in `act`: what sizes the matmul workspace and what a per-op profile calls each product.
+  virtual std::vector<GemmShape> gemm_shapes(const ModelConfig& cfg, ModelShape shape, DType act) const = 0;
   // An upper bound, in floating point, of the bytes of buffers() with every block's set kept, computed
   // before anything is sized: the planner refuses shapes beyond any machine before its 64-bit sums could
   // wrap.

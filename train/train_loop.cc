@@ -11,6 +11,7 @@
 
 #include "core/backend.h"
 #include "core/error.h"
+#include "model/model_family.h"
 
 namespace tz {
 namespace {
@@ -22,43 +23,99 @@ double ms_since(Clock::time_point t0) {
 
 }  // namespace
 
+Loop::Loop(const TrainOptions& opt, Communicator& comm, const LogFn& log, const TrainHooks& hooks, Run& run,
+           const StopSignals* stop, int start)
+    : opt_(opt),
+      comm_(comm),
+      log_(log),
+      hooks_(hooks),
+      run_(run),
+      stop_(stop),
+      metrics_(comm.rank() == 0 ? opt.metrics : std::string()),
+      clock_(*run.dev, opt.grad_accum),
+      BT_(std::size_t(opt.micro_batch) * opt.seq_len),
+      window_(profile_window(opt.profile_ops, start, opt.steps)) {
+  if (window_.first == 0) return;
+  profile_ = std::make_unique<OpProfile>(*run.dev);
+  profile_->name_gemms(
+      model_family(opt.model).gemm_shapes(opt.model, run.model->shape(), opt.precision().act));
+  report_.window = window_;
+  report_.clock = run.dev->traits().event_clock;
+  report_.peaks = opt.profile_peaks;
+}
+
+Loop::~Loop() {
+  if (profile_) run_.dev->set_op_profile(nullptr);
+}
+
+void Loop::profile_begin(int s) {
+  if (s == window_.first) comm_at_window_ = run_.dcomm->stats();
+  run_.dev->set_op_profile(profile_.get());
+}
+
+void Loop::profile_end(int s, const StepTimes& t) {
+  run_.dev->set_op_profile(nullptr);
+  profile_->collect();
+  report_.step_ms += t.step / report_.steps();
+  report_.forward_ms += t.forward / report_.steps();
+  report_.backward_ms += t.backward / report_.steps();
+  report_.optimizer_ms += t.optimizer / report_.steps();
+  if (s != window_.last) return;
+  report_.ops = profile_->rows();
+  const CommStats now = run_.dcomm->stats();
+  for (int c = 0; c < kNumCollectives; ++c) {
+    report_.comm.calls[c] = now.calls[c] - comm_at_window_.calls[c];
+    report_.comm.bytes_sent[c] = now.bytes_sent[c] - comm_at_window_.bytes_sent[c];
+    report_.comm.elements_sent[c] = now.elements_sent[c] - comm_at_window_.elements_sent[c];
+    report_.comm.busy_seconds[c] = now.busy_seconds[c] - comm_at_window_.busy_seconds[c];
+    report_.comm.wait_seconds[c] = now.wait_seconds[c] - comm_at_window_.wait_seconds[c];
+  }
+  log(report_.table());
+  metrics_.write(report_.record());
+}
+
 void Loop::step(int s, TrainResult& result) {
+  if (profiling(s)) profile_begin(s);
   const CommStats before = run_.dcomm->stats();
   StepTimes t;
   const auto t0 = Clock::now();
   const float dscale = run_.engine->dloss_scale();
+  Stream& stream = *run_.stream;
   for (int micro = 0; micro < opt_.grad_accum; ++micro) {
-    auto ta = Clock::now();
+    // Loading the batch is the host's own work: a host timer measures it.
+    const auto ta = Clock::now();
     const auto [inputs, targets] = run_.next_tokens(BT_);
     run_.train_loader->next_batch(inputs, targets);
-    auto tb = Clock::now();
+    t.data += ms_since(ta);
+    clock_.forward_begin(stream, micro);
     run_.engine->begin_micro_step(micro == opt_.grad_accum - 1);
-    run_.model->forward(*run_.engine, inputs, targets, dscale, run_.losses.data(), *run_.stream);
-    run_.tokens_copied(*run_.stream);
-    auto tc = Clock::now();
-    run_.model->backward(*run_.engine, *run_.stream);
+    run_.model->forward(*run_.engine, inputs, targets, dscale, run_.losses.data(), stream);
+    run_.tokens_copied(stream);
+    clock_.backward_begin(stream, micro);
+    run_.model->backward(*run_.engine, stream);
     run_.engine->end_micro_step();
+    clock_.backward_end(stream, micro);
     if (hooks_.before_step && micro == opt_.grad_accum - 1) hooks_.before_step(s, *run_.engine);
-    t.data += std::chrono::duration<double, std::milli>(tb - ta).count();
-    t.forward += std::chrono::duration<double, std::milli>(tc - tb).count();
-    t.backward += ms_since(tc);
   }
-  const auto t3 = Clock::now();
+  clock_.optimizer_begin(stream);
   const StepStats st = run_.engine->step();
-  t.optimizer = ms_since(t3);
+  clock_.optimizer_end(stream);
   const double tokens = double(BT_) * opt_.grad_accum * comm_.size();
   // The stop flag rides with the loss: a signal seen by any rank stops every rank after the same step.
   run_.readback.data()[kStopSlot] = stop_ && stop_->first.load() ? 1.0 : 0.0;
-  run_.dev->backend().copy_async(*run_.stream, run_.losses.data() + kStopSlot, run_.readback.data() + kStopSlot,
+  run_.dev->backend().copy_async(stream, run_.losses.data() + kStopSlot, run_.readback.data() + kStopSlot,
                                  sizeof(double));
-  run_.reduce_scalars(0, 2);
+  run_.reduce_scalars(0, 2);  // waits for the stream: every phase event has completed
+  const PhaseClock::Phases ph = clock_.read();
+  t.forward = ph.forward, t.backward = ph.backward, t.optimizer = ph.optimizer;
   const float loss = float(run_.readback.data()[0] / tokens);
   if (run_.readback.data()[kStopSlot] > 0) stop_requested_ = true;
   // fp16: an overflowing step is skipped (no update), so its loss may be non-finite; the run's end checks
   // that something was trained (check_fp16_outcome).
   TZ_CHECK(std::isfinite(loss) || (opt_.dtype == DType::f16 && st.skipped), "the training loss is ", loss,
            " at step ", s, ": training diverged; lower --lr or raise --warmup");
-  t.step = ms_since(t0);
+  t.step = ms_since(t0);  // to the readback, which waited for everything the step enqueued
+  if (profiling(s)) profile_end(s, t);
   report(s, loss, st, t, before, result);
 }
 
@@ -105,6 +162,14 @@ void Loop::report(int s, float loss, const StepStats& st, const StepTimes& t, co
         {"optimizer", t.optimizer},
         {"comm_wait", wait_ms},
         {"step", t.step}}},
+      // Which clock each figure of "ms" is read from: the host's, or the compute stream's timing events.
+      {"ms_clock",
+       {{"data", "host"},
+        {"forward", clock_.clock()},
+        {"backward", clock_.clock()},
+        {"optimizer", clock_.clock()},
+        {"comm_wait", "host"},
+        {"step", "host"}}},
       {"comm", comm_record(after, before)},
       {"comm_overlap", comm_overlap_record(after, before)},
       {"offload", offload_record(*run_.engine, t)},

@@ -4,10 +4,13 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 
 #include "comm/communicator.h"
 #include "train/metrics_file.h"
+#include "train/op_profile_report.h"
+#include "train/phase_clock.h"
 #include "train/run_setup.h"
 #include "train/stop_signals.h"
 #include "train/step_metrics.h"
@@ -22,16 +25,10 @@ inline constexpr int kStopSlot = 1, kValSlot = 2;  // in the scalars: [train los
 // One job's loop state on top of a Run: the step, validation, logging and metrics.
 class Loop {
  public:
+  // `start`: the step the run resumes after (0 for a new run).
   Loop(const TrainOptions& opt, Communicator& comm, const LogFn& log, const TrainHooks& hooks, Run& run,
-       const StopSignals* stop)
-      : opt_(opt),
-        comm_(comm),
-        log_(log),
-        hooks_(hooks),
-        run_(run),
-        stop_(stop),
-        metrics_(comm.rank() == 0 ? opt.metrics : std::string()),
-        BT_(std::size_t(opt.micro_batch) * opt.seq_len) {}
+       const StopSignals* stop, int start);
+  ~Loop();
 
   void step(int s, TrainResult& result);
   void validate(int s, TrainResult& result);
@@ -44,6 +41,11 @@ class Loop {
   }
   void report(int s, float loss, const StepStats& st, const StepTimes& t, const CommStats& before,
               TrainResult& result);
+  // --profile-ops: attach the per-op profile before a step of the window; after it, collect, and after
+  // the window's last step print the table and write its record.
+  bool profiling(int s) const { return profile_ && s >= window_.first && s <= window_.last; }
+  void profile_begin(int s);
+  void profile_end(int s, const StepTimes& t);
 
   const TrainOptions& opt_;
   Communicator& comm_;
@@ -53,7 +55,12 @@ class Loop {
   const StopSignals* stop_;
   bool stop_requested_ = false;
   MetricsFile metrics_;
+  PhaseClock clock_;  // forward, backward and optimizer on the compute stream's clock
   std::size_t BT_;
+  std::unique_ptr<OpProfile> profile_;  // --profile-ops
+  ProfileWindow window_;
+  ProfileReport report_;  // the window's totals so far
+  CommStats comm_at_window_;
 };
 
 // An fp16 run whose last loss is not finite diverged, and one whose every step overflowed (and was

@@ -12,6 +12,7 @@
 #include "model/activation_checkpoints.h"
 #include "model/model.h"
 #include "model/model_config.h"
+#include "train/op_profile_report.h"
 #include "zero/lr_schedule.h"
 #include "zero/zero_options.h"
 
@@ -61,6 +62,10 @@ struct TrainOptions {
   bool fp32_activations = false;
   Precision precision() const { return fp32_activations ? Precision{dtype, DType::f32} : Precision{dtype}; }
   ActivationCheckpointing checkpointing = ActivationCheckpointing::off;
+  // --profile-ops N: every backend call of N steps after the first timed (train/op_profile_report.h), the
+  // table printed after them; 0: off. The peaks its rates are set against (--profile-hardware).
+  int profile_ops = 0;
+  ProfilePeaks profile_peaks;
   DeviceKind device = DeviceKind::cpu;
   bool tf32 = false;  // cuda: fp32 products may use TF32 (--tf32)
   // cuda: the attention's arithmetic (--attention-math): "auto" is bf16 tensor cores when the compute

@@ -215,7 +215,7 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
   TrainResult result;
   const int start = ckpt ? resume_at(opt, comm, *ckpt, run, log) : 0;
   ckpt.reset();
-  Loop loop(opt, comm, log, hooks, run, stop);
+  Loop loop(opt, comm, log, hooks, run, stop, start);
   int last = start, saved = start;
   // Saves after step `last`; returns whether any rank received a second signal during the save (then
   // every rank stops at once: the checkpoint is complete, nothing else is done).

@@ -245,6 +245,10 @@ class CudaDevice final : private CudaMemory, public Device {
     CurrentGpu on(gpu);
     return std::make_unique<CudaEvent>();
   }
+  std::unique_ptr<Event> create_timing_event() override {
+    CurrentGpu on(gpu);
+    return std::make_unique<CudaEvent>(CudaEvent::Timing::on);
+  }
   // cudaHostRegister always locks what it registers (or fails, naming why): the host tier is never unpinned.
   std::string pin_error() const override { return {}; }
 

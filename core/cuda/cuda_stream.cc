@@ -20,4 +20,12 @@ bool CudaEvent::ready() {
   return true;
 }
 
+double CudaEvent::ms_since(Event& start) {
+  auto* s = dynamic_cast<CudaEvent*>(&start);
+  TZ_CHECK(timing_ && s && s->timing_, "ms_since needs two timing events of a cuda device");
+  float ms = 0;
+  TZ_CUDA_CHECK(cudaEventElapsedTime(&ms, s->e_, e_));
+  return double(ms);
+}
+
 }  // namespace tz::cuda

@@ -44,6 +44,9 @@ class TestGptFamily : public ModelFamily {
     v.push_back({kTestScratch, "activations and scratch", MemoryKind::device, kTestScratchBytes});
     return v;
   }
+  std::vector<GemmShape> gemm_shapes(const ModelConfig& c, ModelShape s, DType act) const override {
+    return gpt().gemm_shapes(as_gpt(c), s, act);
+  }
   double activation_bytes_bound(const ModelConfig& c, ModelShape s) const override {
     return gpt().activation_bytes_bound(as_gpt(c), s) + kTestScratchBytes;
   }

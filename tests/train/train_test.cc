@@ -137,6 +137,29 @@ TEST(Train, Bf16ActivationsTrainLikeFp32ActivationsAndFp32) {
   }
 }
 
+// The phases are read from the compute stream's timing events (the wall clock on the cpu, whose stream
+// runs each kernel as it is enqueued), each record says so, and they fit inside the step's host time.
+TEST(Train, PhaseTimesComeFromTheComputeStreamAndFitInTheStep) {
+  const TrainResult r = run(tiny(3));
+  int steps = 0;
+  for (const nlohmann::json& rec : r.metrics) {
+    if (!rec.contains("ms")) continue;
+    ++steps;
+    const nlohmann::json& ms = rec["ms"];
+    EXPECT_EQ(rec["ms_clock"]["forward"], "wall");
+    EXPECT_EQ(rec["ms_clock"]["backward"], "wall");
+    EXPECT_EQ(rec["ms_clock"]["optimizer"], "wall");
+    EXPECT_EQ(rec["ms_clock"]["step"], "host");
+    EXPECT_GT(ms["forward"].get<double>(), 0.0);
+    EXPECT_GT(ms["backward"].get<double>(), 0.0);
+    EXPECT_GT(ms["optimizer"].get<double>(), 0.0);
+    const double phases = ms["data"].get<double>() + ms["forward"].get<double>() + ms["backward"].get<double>() +
+                          ms["optimizer"].get<double>();
+    EXPECT_LE(phases, ms["step"].get<double>()) << rec.dump();
+  }
+  EXPECT_EQ(steps, 3);
+}
+
 // A run that diverges ends in an error, never in success, and never replaces a good model.
 TEST(Train, ADivergingRunFailsAndLeavesTheGoodModelInPlace) {
   testing::TestDir dir;
