@@ -132,6 +132,15 @@ void Loop::report(int s, float loss, const StepStats& st, const StepTimes& t, co
                   st.loss_scale, run_.engine->dloss_scale() * opt_.grad_accum);
     log(b);
   }
+  if (st.speculated != st.speculate_next)
+    log(st.speculate_next
+            ? "step " + std::to_string(s) + ": the speculative CPU Adam resumes (at most " +
+                  std::to_string(SpeculationPolicy::kResumeBad) + " of the last " +
+                  std::to_string(SpeculationPolicy::kWindow) + " steps were clipped or skipped)"
+            : "step " + std::to_string(s) + ": the speculative CPU Adam stops: most recent steps were clipped or "
+                  "skipped, so their updates would be rolled back and redone (it resumes once at most " +
+                  std::to_string(SpeculationPolicy::kResumeBad) + " of " + std::to_string(SpeculationPolicy::kWindow) +
+                  " steps are; raise --grad-clip or warm up longer to keep it)");
   const CommStats after = run_.dcomm->stats();
   const double wait_ms = comm_wait_ms(after, before);
   const double tok_s = double(BT_) * opt_.grad_accum * comm_.size() / (t.step / 1000.0);
@@ -173,7 +182,11 @@ void Loop::report(int s, float loss, const StepStats& st, const StepTimes& t, co
       {"comm", comm_record(after, before)},
       {"comm_overlap", comm_overlap_record(after, before)},
       {"offload", offload_record(*run_.engine, t)},
-      {"speculative_optimizer", {{"kept", st.speculative_kept}, {"rolled_back", st.speculative_rolled_back}}},
+      {"speculative_optimizer",
+       {{"kept", st.speculative_kept},
+        {"rolled_back", st.speculative_rolled_back},
+        {"speculated", st.speculated},
+        {"rollback_rate", st.speculative_rollback_rate}}},
       {"bytes", {{"device", dev.used()}, {"host", host.used()}, {"nvme", run_.engine->nvme_budget().used()}}},
       {"peak_bytes",
        {{"device", dev.peak()}, {"host", host.peak()}, {"nvme", run_.engine->nvme_budget().peak()}}}};

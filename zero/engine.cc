@@ -58,7 +58,7 @@ Engine::Engine(Device& dev, Stream& stream, Communicator& comm, const MemoryPlan
     // At the last micro-step a group's reduced gradient on the host is final: its CPU Adam can start
     // while backward goes on (validated, and kept or rolled back, in step()).
     reducer_->on_delivered([this](int g) {
-      if (!last_micro_) return;
+      if (!last_micro_ || !spec_policy_.active()) return;
       const float unscale = 1.0f / (float(comm_.size()) * (fp16_ ? scaler_.scale() : 1.0f));
       const AdamStep a{learning_rate(cfg_.lr, step_ + 1), cfg_.adam.beta1, cfg_.adam.beta2, cfg_.adam.eps, 0.0f,
                        step_ + 1, unscale};
@@ -198,6 +198,7 @@ float Engine::dloss_scale() const { return (fp16_ ? scaler_.scale() : 1.0f) / fl
 StepStats Engine::step() {
   if (reducer_) reducer_->flush();
   StepStats st;
+  const bool speculated = optimizer_->speculation() && spec_policy_.active();
   st.loss_scale = fp16_ ? scaler_.scale() : 1.0f;
   const double total = optimizer_->global_norm_squared();
   // The sum over ranks becomes a mean, and the fp16 loss scale comes off.
@@ -213,7 +214,7 @@ StepStats Engine::step() {
     st.lr = learning_rate(cfg_.lr, std::max(step_, 1));
     optimizer_->zero_grads();
     ++computing_;
-    count_speculation(st);
+    count_speculation(st, speculated, false);
     return st;
   }
   st.step = ++step_;
@@ -225,13 +226,18 @@ StepStats Engine::step() {
   const AdamStep a{st.lr, cfg_.adam.beta1, cfg_.adam.beta2, cfg_.adam.eps, 0.0f, st.step, unscale * clip};
   optimizer_->update(a, cfg_.adam.weight_decay);
   optimizer_->zero_grads();
-  count_speculation(st);
+  count_speculation(st, speculated, clip == 1.0f);
   return st;
 }
 
-void Engine::count_speculation(StepStats& st) {
-  if (SpeculativeAdam* spec = optimizer_->speculation())
-    std::tie(st.speculative_kept, st.speculative_rolled_back) = spec->take_counts();
+void Engine::count_speculation(StepStats& st, bool speculated, bool would_keep) {
+  SpeculativeAdam* spec = optimizer_->speculation();
+  if (!spec) return;
+  std::tie(st.speculative_kept, st.speculative_rolled_back) = spec->take_counts();
+  spec_policy_.record(would_keep, speculated);
+  st.speculated = speculated;
+  st.speculate_next = spec_policy_.active();
+  st.speculative_rollback_rate = spec_policy_.rollback_rate();
 }
 
 std::vector<float> Engine::gather_master(int g) {

@@ -23,6 +23,7 @@
 #include "zero/optimizer_swapper.h"
 #include "zero/param_gatherer.h"
 #include "zero/param_swapper.h"
+#include "zero/speculation_policy.h"
 #include "zero/zero_options.h"
 
 namespace tz {
@@ -36,6 +37,11 @@ struct StepStats {
   // Groups whose CPU Adam ran during backward (SpeculativeAdam) and was kept, or rolled back and redone
   // (clipping) or undone (a skipped step); both 0 without speculation.
   int speculative_kept = 0, speculative_rolled_back = 0;
+  // Whether this step speculated (the run has the speculative CPU Adam and its policy was on: see
+  // zero/speculation_policy.h), whether the next step will, and the share of the speculated steps so far
+  // that rolled back.
+  bool speculated = false, speculate_next = false;
+  double speculative_rollback_rate = 0;
 };
 
 // The optimizer and precision settings the engine runs with (the plan holds the ZeRO and offload ones).
@@ -121,7 +127,9 @@ class Engine final : public ParamProvider {
   void initialize(const GroupInit& init);
   void make_reducer(PlannedBuffers& planned);
   void make_gatherer(PlannedBuffers& planned);
-  void count_speculation(StepStats& st);
+  // The step's speculation counts, and its outcome recorded with the policy (would_keep: no clipping and
+  // no skip).
+  void count_speculation(StepStats& st, bool speculated, bool would_keep);
 
   Device& dev_;
   Stream& stream_;
@@ -147,6 +155,7 @@ class Engine final : public ParamProvider {
   std::unique_ptr<GradReducer> reducer_;
   std::unique_ptr<ParamGatherer> gatherer_;
   std::unique_ptr<OptimizerStep> optimizer_;
+  SpeculationPolicy spec_policy_;  // whether the speculative CPU Adam starts at the next step
   std::unique_ptr<Event> done_;
 };
 

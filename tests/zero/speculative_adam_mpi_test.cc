@@ -12,6 +12,7 @@
 #include "comm/communicator.h"
 #include "tests/common/stream.h"
 #include "train/trainer.h"
+#include "zero/speculation_policy.h"
 #include "zero/speculative_adam.h"
 
 namespace tz {
@@ -140,6 +141,37 @@ TEST(SpeculativeAdam, WithGradientAccumulationOnlyTheLastMicroStepStartsUpdates)
   const Counts c = speculation(on);
   EXPECT_GT(c.kept, 0);
   EXPECT_EQ(c.rolled_back, 0);
+}
+
+// A fresh model with a max norm far below its gradients' norms: every step is clipped, so every
+// speculative update would be rolled back. The run speculates for the first 4 steps (the policy's
+// threshold), stops, says so in the metrics, and gives bitwise the losses of the run without overlap.
+TEST(SpeculativeAdam, WhenEveryStepIsClippedTheRunStopsSpeculatingAfterFourSteps) {
+  auto comm = make_mpi_world();
+  TrainOptions o = offloaded(2, DType::bf16, 10);
+  o.adam.grad_clip = 1e-3f;  // norms here are ~1-5
+  o.offload.overlap_optimizer = OptimizerOverlap::off;
+  const TrainResult off = train(o, *comm, quiet);
+  o.offload.overlap_optimizer = OptimizerOverlap::on;
+  std::vector<std::string> lines;
+  const TrainResult on = train(o, *comm, [&](const std::string& l) { lines.push_back(l); });
+  expect_same(on, off, "every step clipped");
+  const std::vector<nlohmann::json> s = steps(on);
+  ASSERT_EQ(s.size(), 10u);
+  for (int i = 0; i < 10; ++i) {
+    const nlohmann::json& spec = s[i].at("speculative_optimizer");
+    SCOPED_TRACE("step " + std::to_string(i + 1));
+    EXPECT_EQ(spec.at("speculated").get<bool>(), i < SpeculationPolicy::kStopBad);
+    EXPECT_EQ(spec.at("kept").get<int>(), 0);
+    if (i < SpeculationPolicy::kStopBad)
+      EXPECT_GT(spec.at("rolled_back").get<int>(), 0);
+    else
+      EXPECT_EQ(spec.at("rolled_back").get<int>(), 0);
+    EXPECT_DOUBLE_EQ(spec.at("rollback_rate").get<double>(), 1.0);
+  }
+  int stops = 0;
+  for (const std::string& l : lines) stops += l.find("step 4: the speculative CPU Adam stops") == 0;
+  if (comm->rank() == 0) EXPECT_EQ(stops, 1);
 }
 
 TEST(SpeculativeAdam, AutomaticIsOffOnTheCpuDeviceAndTheArenaIsInThePlan) {
