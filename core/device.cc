@@ -33,4 +33,13 @@ std::size_t attention_scratch_floats(DeviceKind kind, const AttentionShape& a, D
   return device_traits(kind).attention_scratch_floats(a, act);
 }
 
+AttentionKernels attention_kernels(const std::string& math, DType dtype) {
+  if (math == "fp32") return AttentionKernels::fp32;
+  if (math == "bf16") return AttentionKernels::bf16;
+  if (math == "cudnn") return AttentionKernels::cudnn;
+  if (math == "auto")
+    return dtype == DType::bf16 || dtype == DType::f16 ? AttentionKernels::cudnn : AttentionKernels::fp32;
+  TZ_FAIL("--attention-math '", math, "' is not one of auto, fp32, bf16, cudnn");
+}
+
 }  // namespace tz

@@ -23,6 +23,12 @@ class Backend;
 class OpProfile;
 class ProfiledBackend;
 
+// cuda: the fused attention's kernels. fp32: SIMT cores in fp32 (within ~1e-6 of the cpu backend); bf16:
+// bf16 tiles on tensor cores (head sizes up to 128; larger ones keep fp32); cudnn: cuDNN's fused flash
+// attention for bf16 and fp16 activations where it runs (core/cuda/cudnn_attention.h), the bf16 kernels
+// for anything else (fp32 activations, other head sizes, cuDNN missing or refusing a shape).
+enum class AttentionKernels { fp32, bf16, cudnn };
+
 // The budgets and the pinning policy a device is made with (filled by launch/ from the flags).
 struct DeviceOptions {
   std::size_t device_mem = kUnlimited;  // --device-mem
@@ -40,9 +46,13 @@ struct DeviceOptions {
   int gpu = -1;
   // cuda: fp32 products may round their inputs to TF32 (--tf32); off keeps them comparable with the cpu.
   bool tf32 = false;
-  // cuda: the fused attention in bf16 on tensor cores (head sizes up to 128) instead of fp32.
-  bool attention_bf16 = false;
+  // cuda: which fused attention runs (--attention-math, through attention_kernels).
+  AttentionKernels attention = AttentionKernels::fp32;
 };
+
+// The value of --attention-math for a run computing in `dtype`: fp32, bf16, cudnn, or auto (cudnn with a
+// bf16 or fp16 dtype, fp32 otherwise). Throws, naming the values, for any other name.
+AttentionKernels attention_kernels(const std::string& math, DType dtype);
 
 // Device memory the cuda backend takes for itself when it is made, inside --device-mem: cuBLASLt's
 // matmul workspace (one, shared by every product). The memory plan should count it on cuda.

@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 
+#include "core/attention_scratch.h"
 #include "core/backend.h"
 #include "core/cpu_attention.h"
 #include "core/device.h"
@@ -42,9 +43,12 @@ DeviceTraits cuda_traits() {
   t.event_clock = "cuda events";
   // cuBLASLt reads 16-bit inputs as they are (its own workspace is taken when the device is made).
   t.gemm_workspace_floats = [](DType, const GemmShape&) { return std::size_t(0); };
-  // The fused kernels keep one log-sum-exp per row, and use one float per row (rowsum of dout * out).
-  t.attention_saved_floats = [](const AttentionShape& a, DType) { return std::size_t(a.B) * a.NH * a.T; };
-  t.attention_scratch_floats = [](const AttentionShape& a, DType) { return std::size_t(a.B) * a.NH * a.T; };
+  // The fused kernels and cuDNN keep one log-sum-exp per row. The scratch holds one float per row (rowsum of
+  // dout * out), and with 16-bit activations cuDNN's workspace after it (core/attention_scratch.h).
+  t.attention_saved_floats = [](const AttentionShape& a, DType) { return attention_row_floats(a); };
+  t.attention_scratch_floats = [](const AttentionShape& a, DType act) {
+    return cuda_attention_scratch_floats(a, act);
+  };
   t.unavailable =
       "this build has no CUDA backend (configure with -DTZ_CUDA=ON where the CUDA toolkit is installed); use "
       "--device cpu";

@@ -19,6 +19,20 @@
 namespace tz {
 namespace {
 
+#if TZ_CUDA_BUILT
+cuda::Attention cuda_attention(const DeviceOptions& opt) {
+  switch (opt.attention) {
+    case AttentionKernels::cudnn:
+      return cuda::Attention::cudnn;
+    case AttentionKernels::bf16:
+      return cuda::Attention::bf16;
+    case AttentionKernels::fp32:
+      break;
+  }
+  return cuda::Attention::fp32;
+}
+#endif
+
 void install_factories() {
   static std::once_flag once;
   std::call_once(once, [] {
@@ -26,8 +40,10 @@ void install_factories() {
     set_device_factory(DeviceKind::cuda, [](const DeviceOptions& opt) -> std::unique_ptr<Device> {
       if (cuda::device_count() == 0)
         TZ_FAIL("--device cuda: no GPU was found (", cuda::unavailable_reason(), "); use --device cpu");
-      return cuda::make_cuda_device(opt, {opt.tf32 ? cuda::Tf32::on : cuda::Tf32::off,
-                                          opt.attention_bf16 ? cuda::Attention::bf16 : cuda::Attention::fp32});
+      cuda::CudaOptions cuda;
+      cuda.tf32 = opt.tf32 ? cuda::Tf32::on : cuda::Tf32::off;
+      cuda.attention = cuda_attention(opt);
+      return cuda::make_cuda_device(opt, cuda);
     });
 #endif
   });

@@ -162,20 +162,26 @@ struct AttentionFlags {
   GpuAttentionOptions o;
   std::vector<std::string> shapes;
   std::string math = "bf16";
+  std::string act = "auto";
 };
 
 po::options_description bench_gpu_attention_options(AttentionFlags& g) {
   po::options_description desc(
-      "tierzero bench gpu-attention: Backend::attention_forward and attention_backward (causal, fp32\n"
-      "activations) at gpt2-xl's shape (B=8 T=1024 C=1600 NH=25) and B=4 T=2048 C=2048 NH=16. FLOPs as\n"
+      "tierzero bench gpu-attention: Backend::attention_forward and attention_backward (causal; fp32\n"
+      "activations, bf16 with cuDNN) at gpt2-xl's shape (B=8 T=1024 C=1600 NH=25) and B=4 T=2048 C=2048\n"
+      "NH=16. FLOPs as\n"
       "FlashAttention-2 counts them: forward 4 B NH T^2 hs / 2, backward 2.5x forward; TFLOP/s and the\n"
       "fraction of the card's bf16 dense peak. Exit 77 without a GPU.\n\nflags");
   add_common(desc, g.f);
   desc.add_options()("shape", po::value(&g.shapes)->composing(),
                      "B,T,C,NH (repeatable; replaces the default shapes)")(
       "attention-math", po::value(&g.math)->default_value(g.math),
-      "the kernels' arithmetic, as train --attention-math: bf16 (tensor cores, what --dtype bf16 trains "
-      "with) or fp32");
+      "the attention: bf16 (the tensor-core kernels, what --dtype bf16 trains with), fp32 (the SIMT "
+      "kernels), or cudnn (cuDNN's fused flash attention, for 16-bit activations; the bf16 kernels where it "
+      "cannot run, saying why in one line)")(
+      "activation-dtype", po::value(&g.act)->default_value(g.act),
+      "qkv, out, dout and dqkv's dtype: fp32, bf16, fp16, or auto (bf16 with --attention-math cudnn, fp32 "
+      "otherwise)");
   return desc;
 }
 
@@ -201,9 +207,13 @@ int bench_gpu_attention(const std::vector<std::string>& args) {
     }
   }
   apply_common(f, o);
-  TZ_CHECK(math == "bf16" || math == "fp32", "--attention-math '", math, "' is not one of bf16, fp32");
+  TZ_CHECK(math == "bf16" || math == "fp32" || math == "cudnn", "--attention-math '", math,
+           "' is not one of bf16, fp32, cudnn");
+  TZ_CHECK(g.act == "auto" || g.act == "fp32" || g.act == "bf16" || g.act == "fp16", "--activation-dtype '",
+           g.act, "' is not one of auto, fp32, bf16, fp16");
+  o.act = g.act == "auto" ? (math == "cudnn" ? DType::bf16 : DType::f32) : parse_compute_dtype(g.act);
   DeviceOptions dopt;
-  dopt.attention_bf16 = math == "bf16";
+  dopt.attention = attention_kernels(math, o.act);
   auto dev = open_device("gpu-attention", f, dopt);
   if (!dev) return kBenchSkipped;
   nlohmann::json r = run_gpu_attention_bench(*dev, limits_for(dev->kind(), f.peak_tflops), o, f.json);

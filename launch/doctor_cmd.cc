@@ -1,5 +1,5 @@
 // `tierzero doctor`: what this machine offers tierzero, checked rather than assumed: the CPU and its
-// ISA, GPUs, driver, CUDA runtime, cuBLAS and NCCL, peer access, the locked-memory limit, io_uring and
+// ISA, GPUs, driver, CUDA runtime, cuBLAS, NCCL and cuDNN, peer access, the locked-memory limit, io_uring and
 // O_DIRECT on each --nvme-path, Open MPI's version and CUDA awareness, and the launcher variables
 // seen. It works without a GPU and says so; --json prints the same as one JSON object. The exit status
 // is 1 when a check it was asked to make (an --nvme-path) fails.
@@ -68,6 +68,8 @@ json gpu_report() {
             {"cuda_runtime", {{"version", g.runtime}, {"library", g.runtime_lib}}},
             {"cublas", {{"version", g.cublas}, {"library", g.cublas_lib}}},
             {"nccl", {{"version", g.nccl}, {"library", g.nccl_lib}}},
+            {"cudnn",
+             {{"version", g.cudnn}, {"library", g.cudnn_lib}, {"nvrtc", g.cudnn_nvrtc_lib}, {"problem", g.cudnn_problem}}},
             {"cuda_training_in_this_build", cuda_backend_built()}};
   return j;
 }
@@ -152,6 +154,13 @@ void print_text(const json& d) {
   };
   std::printf("cuda:     %s; %s; %s\n", lib(g["cuda_runtime"], "runtime").c_str(), lib(g["cublas"], "cuBLAS").c_str(),
               lib(g["nccl"], "NCCL").c_str());
+  const json& dnn = g["cudnn"];
+  const std::string dnn_problem = dnn["problem"].get<std::string>();
+  const std::string dnn_text = dnn["version"].get<std::string>().empty() ? "cuDNN not found: " + dnn_problem
+                               : !dnn_problem.empty()                    ? lib(dnn, "cuDNN") + "; " + dnn_problem
+                                                                         : lib(dnn, "cuDNN") + ", NVRTC " +
+                                                        dnn["nvrtc"].get<std::string>() + ": the attention can run on it";
+  std::printf("cudnn:    %s\n", dnn_text.c_str());
   std::printf("          %s\n", g["cuda_training_in_this_build"].get<bool>()
                                 ? "this build trains on cuda too (--device cuda)"
                                 : "this build trains on the cpu only (configured without TZ_CUDA: no --device cuda)");

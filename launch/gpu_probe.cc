@@ -1,4 +1,4 @@
-// probe_gpus: the CUDA driver API, the runtime, cuBLAS and NCCL through dlopen, declared here by
+// probe_gpus: the CUDA driver API, the runtime, cuBLAS, NCCL and cuDNN through dlopen, declared here by
 // their C signatures (no CUDA headers: this file builds everywhere).
 #include "launch/gpu_probe.h"
 
@@ -10,8 +10,9 @@
 namespace tz {
 namespace {
 
-// Tries the loader's search path, then the toolkit's usual folders.
-void* open_lib(const std::vector<std::string>& names, std::string* where) {
+// Tries the loader's search path, then the toolkit's usual folders. `why`, when given, gets the loader's
+// reason for the first name on its search path.
+void* open_lib(const std::vector<std::string>& names, std::string* where, std::string* why = nullptr) {
   const char* dirs[] = {"", "/usr/local/cuda/lib64/", "/usr/local/cuda/lib/",
                         "/usr/local/cuda/targets/x86_64-linux/lib/", "/usr/lib/x86_64-linux-gnu/"};
   for (const char* d : dirs)
@@ -21,6 +22,8 @@ void* open_lib(const std::vector<std::string>& names, std::string* where) {
         *where = path;
         return h;
       }
+      const char* e = ::dlerror();
+      if (why && why->empty() && e) *why = e;
     }
   return nullptr;
 }
@@ -99,6 +102,32 @@ void probe_driver(GpuReport& r) {
     }
 }
 
+// cuDNN 9, as the attention loads it (core/cuda/cudnn_api.h): cudnnGetVersion answers without a GPU.
+void probe_cudnn(GpuReport& r) {
+  std::string why;
+  void* h = open_lib({"libcudnn.so.9"}, &r.cudnn_lib, &why);
+  if (!h) {
+    r.cudnn_problem = "libcudnn.so.9 not found (" + why + "): the attention runs its own kernels";
+    return;
+  }
+  auto version = sym<std::size_t (*)()>(h, "cudnnGetVersion");
+  auto cudart = sym<std::size_t (*)()>(h, "cudnnGetCudartVersion");
+  if (!version) {
+    r.cudnn_problem = r.cudnn_lib + " has no cudnnGetVersion";
+    return;
+  }
+  const std::size_t v = version();  // major * 10000 + minor * 100 + patch
+  r.cudnn = std::to_string(v / 10000) + "." + std::to_string(v % 10000 / 100) + "." + std::to_string(v % 100);
+  if (!cudart) return;
+  const int built_for = int(cudart());  // e.g. 13010
+  r.cudnn += " (built for CUDA " + version_text(built_for, 1000, 10) + ")";
+  // cuDNN compiles its fused attention at run time with this NVRTC; without it no engine builds the graphs.
+  const std::string nvrtc = "libnvrtc.so." + std::to_string(built_for / 1000);
+  std::string nvrtc_why;
+  if (!open_lib({nvrtc}, &r.cudnn_nvrtc_lib, &nvrtc_why))
+    r.cudnn_problem = nvrtc + " not found (" + nvrtc_why + "): cuDNN cannot compile its attention";
+}
+
 }  // namespace
 
 GpuReport probe_gpus() {
@@ -120,6 +149,7 @@ GpuReport probe_gpus() {
     if (auto f = sym<int (*)(int*)>(nc, "ncclGetVersion"); f && f(&v) == 0)
       r.nccl = std::to_string(v / 10000) + "." + std::to_string(v % 10000 / 100) + "." + std::to_string(v % 100);
   }
+  probe_cudnn(r);
   return r;
 }
 

@@ -105,9 +105,11 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
       "needs a build with the CUDA backend (tierzero doctor says whether this one has it), refused "
       "before anything loads otherwise")(
       "attention-math", po::value(&f.o.attention_math)->default_value(f.o.attention_math),
-      "cuda: the fused attention's arithmetic: fp32 (SIMT cores, within ~1e-6 of the cpu backend), "
-      "bf16 (tensor cores; q, k, v, P and dS rounded to bf16; head sizes up to 128, larger ones keep "
-      "fp32), or auto (bf16 with --dtype bf16 or fp16)")(
+      "cuda: the fused attention: fp32 (SIMT cores, within ~1e-6 of the cpu backend), bf16 (the "
+      "project's tensor-core kernels; q, k, v, P and dS rounded to bf16; head sizes up to 128, larger "
+      "ones keep fp32), cudnn (cuDNN's fused flash attention for bf16 and fp16 activations, head sizes "
+      "multiples of 8 up to 128; anything it cannot run, or a machine without cuDNN, runs bf16's kernels "
+      "with one line saying why), or auto (cudnn with --dtype bf16 or fp16, else fp32)")(
       "tf32", po::bool_switch(&f.o.tf32),
       "cuda: let fp32 matrix products round their inputs to TF32 (faster on tensor cores; results then "
       "differ from the cpu backend's by ~1e-3 relative). Off by default")(
@@ -391,8 +393,7 @@ void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   check_ratio(f.ratio_master, "offload-ratio-master", true);
   check_ratio(f.ratio_m, "offload-ratio-m", true);
   check_ratio(f.ratio_v, "offload-ratio-v", true);
-  TZ_CHECK(f.o.attention_math == "auto" || f.o.attention_math == "fp32" || f.o.attention_math == "bf16",
-           "--attention-math '", f.o.attention_math, "' is not one of auto, fp32, bf16");
+  attention_kernels(f.o.attention_math, f.o.dtype);  // refuses a name that is none of them
   f.o.offload.mem[Tier::host] = bytes_flag("host-mem", f.host_mem);
   f.o.offload.host_ratio_master = f.o.offload.host_ratio_m = f.o.offload.host_ratio_v = f.ratio;
   f.o.offload.mem[Tier::nvme] = bytes_flag("nvme-mem", f.nvme_mem);

@@ -3,7 +3,9 @@
 #include "perf/gpu_attention_bench.h"
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <string>
 
 #include "core/backend.h"
 #include "core/error.h"
@@ -13,12 +15,18 @@
 namespace tz {
 namespace {
 
-// Whether every element of x is finite (Backend::check_finite writes NaN into the sum otherwise).
-bool all_finite(Device& dev, Stream& s, Buffer<double>& acc, Buffer<double>& host, const float* x,
-                std::size_t n) {
+// Whether every element of x (n of `dtype`) is finite (Backend::check_finite writes NaN into the sum
+// otherwise); 16-bit values are widened into `wide` first (n floats).
+bool all_finite(Device& dev, Stream& s, Buffer<double>& acc, Buffer<double>& host, const void* x, DType dtype,
+                std::size_t n, Buffer<float>& wide) {
   Backend& be = dev.backend();
+  const float* values = static_cast<const float*>(x);
+  if (dtype != DType::f32) {
+    be.cast(s, wide.data(), DType::f32, x, dtype, n);
+    values = wide.data();
+  }
   be.memset_async(s, acc.data(), 0, sizeof(double));
-  be.check_finite(s, acc.data(), x, n);
+  be.check_finite(s, acc.data(), values, n);
   be.copy_async(s, host.data(), acc.data(), sizeof(double));
   s.synchronize();
   return !std::isnan(host.data()[0]);
@@ -45,13 +53,15 @@ nlohmann::json run_gpu_attention_bench(Device& dev, const GpuLimits& limits, con
                          "FlashAttention-2's: causal forward 4 * B * NH * T^2 * hs / 2 (QK^T and PV, half "
                          "the square), backward 2.5x "
                          "forward (5 products)"},
-                        {"activations", "fp32 qkv, out, dout, dqkv (as Backend::attention_* take them)"},
+                        {"activations", std::string(dtype_name(opt.act)) +
+                                            " qkv, out, dout, dqkv (as Backend::attention_* take them)"},
                         {"rows", nlohmann::json::array()}};
   if (!quiet)
     std::printf(
-        "bench gpu-attention: %s, causal, fp32 activations; FLOPs as FlashAttention-2 counts them; limit: "
+        "bench gpu-attention: %s, causal, %s activations; FLOPs as FlashAttention-2 counts them; limit: "
         "%s\n",
         limits.gpu.name.empty() ? device_kind_name(dev.kind()).c_str() : limits.gpu.name.c_str(),
+        std::string(dtype_name(opt.act)).c_str(),
         peak > 0 ? ("bf16 dense peak " + std::to_string(int(std::lround(peak))) + " TFLOP/s").c_str()
                  : ("none: " + limits.bf16_peak.source).c_str());
   bool finite = true;
@@ -60,22 +70,25 @@ nlohmann::json run_gpu_attention_bench(Device& dev, const GpuLimits& limits, con
              " C=", sh.C, " NH=", sh.NH, ": C must be a multiple of NH and every size positive");
     const std::size_t BT = std::size_t(sh.B) * sh.T;
     const AttentionShape a = AttentionShape::multi_head(sh.B, sh.T, sh.C, sh.NH);
-    Buffer<float> qkv(dev, BT * 3 * sh.C, "attention qkv"), o(dev, BT * sh.C, "attention out"),
-        dout(dev, BT * sh.C, "attention dout"), dqkv(dev, BT * 3 * sh.C, "attention dqkv"),
-        saved(dev, attention_saved_floats(dev.kind(), a, DType::f32), "attention saved"),
-        scratch(dev, attention_scratch_floats(dev.kind(), a, DType::f32), "attention scratch");
-    tile_qkv.fill(s, qkv.data(), DType::f32, qkv.size());
-    tile_dout.fill(s, dout.data(), DType::f32, dout.size());
+    const std::size_t es = dtype_size(opt.act), n_qkv = BT * 3 * sh.C, n_out = BT * sh.C;
+    Buffer<std::uint8_t> qkv(dev, n_qkv * es, "attention qkv"), o(dev, n_out * es, "attention out"),
+        dout(dev, n_out * es, "attention dout"), dqkv(dev, n_qkv * es, "attention dqkv");
+    Buffer<float> saved(dev, attention_saved_floats(dev.kind(), a, opt.act), "attention saved"),
+        scratch(dev, attention_scratch_floats(dev.kind(), a, opt.act), "attention scratch"),
+        wide(dev, opt.act == DType::f32 ? 1 : n_qkv, "finite check widening");
+    tile_qkv.fill(s, qkv.data(), opt.act, n_qkv);
+    tile_dout.fill(s, dout.data(), opt.act, n_out);
+    const View out_v{o.data(), opt.act}, dqkv_v{dqkv.data(), opt.act};
+    const CView qkv_v{qkv.data(), opt.act}, dout_v{dout.data(), opt.act}, o_v{o.data(), opt.act};
     const double fwd_ms = bench::ms_per_call(s, opt.warmup, opt.iters, opt.rounds, [&] {
-      be.attention_forward(s, o.data(), saved.data(), scratch.data(), qkv.data(), a);
+      be.attention_forward(s, out_v, saved.data(), scratch.data(), qkv_v, a);
     });
     // Backward reads the last forward's out and saved rows, which every forward above wrote alike.
     const double bwd_ms = bench::ms_per_call(s, opt.warmup, opt.iters, opt.rounds, [&] {
-      be.attention_backward(s, dqkv.data(), scratch.data(), dout.data(), qkv.data(), o.data(), saved.data(),
-                            a);
+      be.attention_backward(s, dqkv_v, scratch.data(), dout_v, qkv_v, o_v, saved.data(), a);
     });
-    const bool ok = all_finite(dev, s, acc, host, o.data(), o.size()) &&
-                    all_finite(dev, s, acc, host, dqkv.data(), dqkv.size());
+    const bool ok = all_finite(dev, s, acc, host, o.data(), opt.act, n_out, wide) &&
+                    all_finite(dev, s, acc, host, dqkv.data(), opt.act, n_qkv, wide);
     finite = finite && ok;
     const int hs = sh.C / sh.NH;
     const double ff = causal_attention_forward_flops(sh.B, sh.NH, sh.T, hs),

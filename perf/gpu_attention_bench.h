@@ -1,5 +1,5 @@
-// `tierzero bench gpu-attention`: Backend::attention_forward and attention_backward (causal, fp32
-// activations) at gpt2-xl's shape and a wider one, in TFLOP/s against the card's bf16 dense peak.
+// `tierzero bench gpu-attention`: Backend::attention_forward and attention_backward (causal, activations in
+// a chosen dtype) at gpt2-xl's shape and a wider one, in TFLOP/s against the card's bf16 dense peak.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -19,6 +19,7 @@ struct GpuAttentionOptions {
   // gpt2-xl at micro-batch 8, seq-len 1024 (head size 64), and B=4, T=2048, C=2048, NH=16 (head size 128).
   std::vector<GpuAttentionShape> shapes{{8, 1024, 1600, 25}, {4, 2048, 2048, 16}};
   int warmup = 3, iters = 20, rounds = 3;
+  DType act = DType::f32;  // qkv, out, dout and dqkv (f32, bf16 or f16: cuDNN's attention runs 16-bit ones)
 };
 
 // Times forward and backward separately (backward after one forward, whose output and saved rows it

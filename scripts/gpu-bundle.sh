@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds the GPU bundle here, for a lent GPU machine that has none of this project's Debian packages:
 # the tierzero binary and the GPU tests' executables, with every shared library they load but the C/C++
-# runtime (glibc, libstdc++, libgcc_s, libm) and NVIDIA's (libcuda, cuBLAS, cuBLASLt, NCCL: 0.8 GB, found
-# on the machine by run.sh), the check (run.sh, its reports, the PyTorch peer) and a manifest.
+# runtime (glibc, libstdc++, libgcc_s, libm) and NVIDIA's (libcuda, cuBLAS, cuBLASLt, NCCL: 0.8 GB, and
+# cuDNN 9, 1 GB, which no executable links: all found on the machine by run.sh), the check (run.sh, its
+# reports, the PyTorch peer) and a manifest.
 #
 #   bash scripts/gpu-bundle.sh [FILE]     writes FILE (default out/gpu-bundle.tar.xz), at most 48 MiB:
 #                                         one folder, gpu-bundle/ (bin/, lib/, check/, manifest.json, run.sh)
@@ -62,7 +63,7 @@ for e in "${exes[@]}"; do cp "$e" "$G/bin/"; done
 # Libraries: what ldd resolves for every executable, but the C/C++ runtime (the machine's own, which is
 # newer: a binary built against glibc 2.36 runs on later ones) and NVIDIA's (run.sh finds those).
 RUNTIME='^(linux-vdso|ld-linux-x86-64|libc|libm|libmvec|libstdc\+\+|libgcc_s|libpthread|libdl|librt|libutil|libresolv)\.so'
-NVIDIA='^(libcuda|libcublas|libcublasLt|libnccl)\.so'
+NVIDIA='^(libcuda|libcublas|libcublasLt|libnccl|libcudnn[a-z_]*)\.so'
 declare -A nvidia_paths=()
 for e in "${exes[@]}"; do
   while read -r name arrow path _; do
@@ -83,6 +84,15 @@ done
 for so in libcublas.so.13 libcublasLt.so.13 libnccl.so.2; do
   [[ -n "${nvidia_paths[$so]:-}" ]] || fail "no executable links $so: the build is not what this script expects"
 done
+# cuDNN is loaded at the first attention asked to run on it (core/cuda/cudnn_api.h), never linked: an
+# executable that links it would need it on every machine.
+for so in "${!nvidia_paths[@]}"; do
+  [[ "$so" == libcudnn* ]] && fail "an executable links $so: cuDNN must stay loaded at run time (core/cuda/cudnn_api.h)"
+done
+# The cuDNN headers the attention was compiled against (run.sh reports the library it finds).
+cudnn_h=$(cache_value TZ_CUDNN_INCLUDE)/cudnn_version.h
+[[ -f "$cudnn_h" ]] || fail "$cudnn_h is missing: the build found no cuDNN headers"
+cudnn_headers=$(awk '/#define CUDNN_(MAJOR|MINOR|PATCHLEVEL) /{ v = v (v == "" ? "" : ".") $3 } END { print v }' "$cudnn_h")
 # Run paths: the executables find lib/, each library its neighbours. NVIDIA's come from LD_LIBRARY_PATH.
 for f in "$G"/bin/*; do patchelf --set-rpath '$ORIGIN/../lib' "$f"; done
 for f in "$G"/lib/*; do chmod u+w "$f" && patchelf --set-rpath '$ORIGIN' "$f"; done
@@ -132,13 +142,15 @@ done) | jq -R 'split("\t") | {path: .[0], bytes: (.[1] | tonumber)}' | jq -s \
   --arg commit "$commit" --argjson dirty "$dirty" --arg built "$(date -u +%Y-%m-%dT%H:%M:%SZ)" \
   --arg host "$(uname -n)" --arg os "$(. /etc/os-release && echo "$PRETTY_NAME")" \
   --arg arch "$(cache_value CMAKE_CUDA_ARCHITECTURES)" --arg cublas "${linked[cublas]}" \
-  --arg cublaslt "${linked[cublasLt]}" --arg nccl "${linked[nccl]}" --arg cudart "$cudart" '{
+  --arg cublaslt "${linked[cublasLt]}" --arg nccl "${linked[nccl]}" --arg cudart "$cudart" \
+  --arg cudnn_headers "$cudnn_headers" '{
     schema: "tierzero-gpu-bundle/1", commit: $commit, uncommitted_changes: $dirty, built: $built,
     built_on: {host: $host, os: $os}, build_type: "Release", cuda_architectures: $arch,
     linked: {cublas: {soname: "libcublas.so.13", version: $cublas}, cublasLt: {soname: "libcublasLt.so.13", version: $cublaslt},
              nccl: {soname: "libnccl.so.2", version: $nccl}, cudart: {soname: "libcudart.so.13", version: $cudart, bundled: true}},
+    loaded_at_run_time: {cudnn: {soname: "libcudnn.so.9", headers: $cudnn_headers, required: false}},
     not_bundled: ["glibc (libc, libm, libpthread, libdl, librt)", "libstdc++", "libgcc_s",
-                  "libcuda (the driver)", "cuBLAS", "cuBLASLt", "NCCL"],
+                  "libcuda (the driver)", "cuBLAS", "cuBLASLt", "NCCL", "cuDNN"],
     entry_point: "run.sh [RESULTS_DIR]", files: .}' >"$G/manifest.json"
 
 if [[ -n "$DIR_MODE" ]]; then

@@ -30,7 +30,7 @@ DeviceOptions device_options(const TrainOptions& opt) {
     if (in_host_memory(t) && is_host_pool(tier_memory(t))) d.pool_mem[tier_memory(t)] = opt.offload.mem[t];
   d.gpu = opt.gpu;
   d.tf32 = opt.tf32;
-  d.attention_bf16 = opt.attention_math == "bf16" || (opt.attention_math == "auto" && opt.dtype != DType::f32);
+  d.attention = attention_kernels(opt.attention_math, opt.dtype);
   d.pinning =
       opt.offload.pin_memory && !opt.offload.allow_unpinned ? Pinning::required : Pinning::best_effort;
   return d;

@@ -1,16 +1,19 @@
 // The CUDA backend (see cuda_backend.h): each operation is core/cuda/kernels.h's launch function (or
-// cuBLASLt's product) on the stream's handle. Nothing here synchronises the host, except copies between
-// device and pageable memory (see copy_async).
+// cuBLASLt's product, or cuDNN's attention) on the stream's handle. Nothing here synchronises the host,
+// except copies between device and pageable memory (see copy_async).
 #include "core/cuda/cuda_backend.h"
 
 #include <cuda_runtime.h>
 
 #include <cstring>
+#include <memory>
 
+#include "core/attention_scratch.h"
+#include "core/cuda/attention_math.h"
 #include "core/cuda/cublaslt_gemm.h"
 #include "core/cuda/cuda_runtime.h"
 #include "core/cuda/cuda_stream.h"
-#include "core/cuda/attention_math.h"
+#include "core/cuda/cudnn_attention.h"
 #include "core/cuda/kernels.h"
 
 namespace tz::cuda {
@@ -62,7 +65,10 @@ void enqueue_host_work(cudaStream_t stream, const HostWork& work) {
 class CudaBackend final : public Backend {
  public:
   CudaBackend(Allocator& device_memory, const CudaOptions& o)
-      : gemm_(device_memory, o.tf32), attention_bf16_(o.attention == Attention::bf16) {}
+      : gemm_(device_memory, o.tf32), attention_(o.attention) {
+    if (o.attention == Attention::cudnn)
+      cudnn_ = std::make_unique<CudnnAttention>(o.cudnn_fallback, o.cudnn_library);
+  }
 
   void gemm(Stream& s, Trans ta, Trans tb, int M, int N, int K, CView A, CView B, View C,
             Accumulate acc) override {
@@ -102,15 +108,24 @@ class CudaBackend final : public Backend {
   }
   using Backend::attention_backward;  // GPT-2's (B, T, C, NH) forms
   using Backend::attention_forward;
-  // The fused kernels keep only lse in `saved` and need no scratch in forward (core/device_traits.cc still
-  // gives B*NH*T floats); backward's scratch holds drow.
-  void attention_forward(Stream& s, View out, float* saved, float* /*scratch*/, CView qkv,
+  // cuDNN (Attention::cudnn) where it runs the call, else the fused kernels. Both keep only lse in `saved`;
+  // the kernels need no scratch in forward and keep drow in backward's, cuDNN its row sums and workspace
+  // (core/attention_scratch.h, whose size the plan gave the scratch).
+  void attention_forward(Stream& s, View out, float* saved, float* scratch, CView qkv,
                          const AttentionShape& a) override {
-    cuda::attention_forward(stream_of(s), out, saved, qkv, a, attention_math(a));
+    const cudaStream_t stream = stream_of(s);
+    if (cudnn_ &&
+        cudnn_->forward(stream, out, saved, scratch, cuda_attention_scratch_floats(a, qkv.dtype), qkv, a))
+      return;
+    cuda::attention_forward(stream, out, saved, qkv, a, attention_math(a));
   }
   void attention_backward(Stream& s, View dqkv, float* scratch, CView dout, CView qkv, CView out,
                           const float* saved, const AttentionShape& a) override {
-    cuda::attention_backward(stream_of(s), dqkv, scratch, dout, qkv, out, saved, a, attention_math(a));
+    const cudaStream_t stream = stream_of(s);
+    if (cudnn_ && cudnn_->backward(stream, dqkv, scratch, cuda_attention_scratch_floats(a, qkv.dtype), dout,
+                                   qkv, out, saved, a))
+      return;
+    cuda::attention_backward(stream, dqkv, scratch, dout, qkv, out, saved, a, attention_math(a));
   }
   void rmsnorm_forward(Stream& s, View out, float* rstd, CView inp, CView w, int N, int C,
                        float eps) override {
@@ -192,14 +207,16 @@ class CudaBackend final : public Backend {
   }
 
  private:
-  // bf16 tensor-core attention where asked for and the head fits it (up to kMaxBf16HeadSize).
+  // The kernels' arithmetic: bf16 tensor cores where asked for (bf16, and cudnn's fallback) and the head fits
+  // them (up to kMaxBf16HeadSize).
   AttentionMath attention_math(const AttentionShape& a) const {
-    return attention_bf16_ && a.hd <= kMaxBf16HeadSize ? AttentionMath::bf16_tensor_cores
-                                                       : AttentionMath::fp32_simt;
+    return attention_ != Attention::fp32 && a.hd <= kMaxBf16HeadSize ? AttentionMath::bf16_tensor_cores
+                                                                     : AttentionMath::fp32_simt;
   }
 
   CublasLtGemm gemm_;
-  bool attention_bf16_ = false;
+  Attention attention_ = Attention::fp32;
+  std::unique_ptr<CudnnAttention> cudnn_;  // Attention::cudnn only
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <string>
 
 #include "core/device.h"
 
@@ -15,13 +16,24 @@ namespace tz::cuda {
 // so fp32 results stay comparable with the CPU backend's.
 enum class Tf32 { off, on };
 
-// The arithmetic of the fused attention: fp32 (the default: within ~1e-6 of the cpu backend), or bf16
-// tiles on tensor cores for head sizes up to 128 (larger heads keep fp32).
-enum class Attention { fp32, bf16 };
+// The fused attention: fp32 (the default: within ~1e-6 of the cpu backend), bf16 tiles on tensor cores for
+// head sizes up to 128 (larger heads keep fp32), or cudnn: cuDNN's fused flash attention for bf16 and fp16
+// activations with head sizes that are multiples of 8 up to 128 (core/cuda/cudnn_attention.h), and what bf16
+// does for everything cuDNN does not run.
+enum class Attention { fp32, bf16, cudnn };
+
+// What Attention::cudnn does where cuDNN should run a shape but cannot (the library missing, a graph it
+// refuses, a workspace over the scratch): log one line and run the bf16 kernels for that shape (training
+// never stops for cuDNN), or throw the reason (tests that must see cuDNN run).
+enum class CudnnFallback { bf16_kernels, refuse };
 
 struct CudaOptions {
   Tf32 tf32 = Tf32::off;
   Attention attention = Attention::fp32;
+  CudnnFallback cudnn_fallback = CudnnFallback::bf16_kernels;
+  // The cuDNN library Attention::cudnn loads at its first use: "" is libcudnn.so.9, found as the loader
+  // finds libraries (tests name one that does not exist to see the fallback).
+  std::string cudnn_library;
 };
 
 // GPU memory the device budget leaves to others when --device-mem is unlimited: the CUDA context

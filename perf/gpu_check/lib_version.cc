@@ -4,7 +4,8 @@
 //
 //   tz-lib-version PATH...   one line per PATH: "<kind>\t<version>\t<PATH>", or "error\t<why>\t<PATH>"
 //                            (exit 1 when any line is an error)
-// Kinds: cuda (the driver: cuDriverGetVersion, which needs no GPU), cudart, cublas, cublasLt, nccl.
+// Kinds: cuda (the driver: cuDriverGetVersion, which needs no GPU), cudart, cublas, cublasLt, nccl, cudnn
+// (cudnnGetVersion, which needs no GPU either) and nvrtc (nvrtcVersion: cuDNN compiles its attention with it).
 #include <dlfcn.h>
 
 #include <cstdio>
@@ -39,6 +40,19 @@ bool version_of(void* h, std::string& kind, std::string& version, std::string& w
     const long v = long(f());  // major * 10000 + minor * 100 + patch
     kind = "cublasLt";
     version = dotted(v, 10000, 100);
+    return true;
+  }
+  if (auto f = reinterpret_cast<std::size_t (*)()>(::dlsym(h, "cudnnGetVersion"))) {
+    const long v = long(f());  // major * 10000 + minor * 100 + patch (cuDNN 9)
+    kind = "cudnn";
+    version = dotted(v, 10000, 100);
+    return true;
+  }
+  if (auto f = reinterpret_cast<int (*)(int*, int*)>(::dlsym(h, "nvrtcVersion"))) {
+    int major = 0, minor = 0;
+    if (f(&major, &minor) != 0) return why = "nvrtcVersion failed", false;
+    kind = "nvrtc";
+    version = std::to_string(major) + "." + std::to_string(minor);
     return true;
   }
   if (auto f = reinterpret_cast<IntOut>(::dlsym(h, "cudaRuntimeGetVersion"))) {

@@ -13,7 +13,10 @@
 # path, then python's site-packages nvidia/*/lib; the first place whose versions are at least those the
 # bundle was linked against (check/linked.env) wins. It prints each file, version and where it came from,
 # and checks that every executable's libraries resolve. Anything missing or older: one line naming it
-# and where it looked, exit 2.
+# and where it looked, exit 2. cuDNN 9 (libcudnn.so.9 and its sub-libraries, from one folder) and the NVRTC
+# it compiles its attention with are looked for the same way and put on the loader's path when found;
+# missing, they are a note (results.json's libraries.cudnn.note or .nvrtc.note): the attention then runs its
+# own kernels.
 #
 # RESULTS_DIR then gets three files, rewritten (atomically) after every stage: smoke.json (written as soon
 # as the smoke stages are done: the tierzero doctor, a 3-step training run on the cpu and the same on
@@ -139,6 +142,47 @@ find_lib NCCL "$TZ_LINKED_NCCL_VERSION" "$TZ_LINKED_NCCL_SONAME"
 NCCL_DIR=$FOUND_DIR
 LIBS_TSV+="nccl"$'\t'"$(awk '{ print $3 }' <<<"$FOUND_VERSIONS" | head -n 1)"$'\t'"$NCCL_DIR/$TZ_LINKED_NCCL_SONAME"$'\t'"$FOUND_SOURCE"$'\n'
 
+# cuDNN 9: optional. tierzero loads libcudnn.so.9 only when the attention runs on cuDNN, and the attention
+# keeps its own kernels without it, so its absence is a note, never a refusal. libcudnn.so.9 loads its
+# sub-libraries (libcudnn_graph.so.9, libcudnn_engines_*.so.9, ...) through the loader's path, so all of
+# them come from one folder: the first candidate holding libcudnn.so.9 and libcudnn_graph.so.9 whose
+# version answers (pip's nvidia/cudnn/lib, as PyTorch installs it, among them).
+CUDNN_DIR="" CUDNN_NOTE=""
+while IFS=$'\t' read -r source dir; do
+  [[ -e "$dir/libcudnn.so.9" && -e "$dir/libcudnn_graph.so.9" ]] || continue
+  line=$(probe "$dir" "$dir/libcudnn.so.9")
+  if [[ "$line" == cudnn$'\t'* ]]; then
+    CUDNN_DIR=$dir CUDNN_NOTE=""
+    LIBS_TSV+="$line"$'\t'"$source"$'\n'
+    break
+  fi
+  CUDNN_NOTE+="${CUDNN_NOTE:+; }$dir/libcudnn.so.9 ($source) cannot be loaded: $(cut -f2 <<<"$line")"
+done < <(candidate_dirs)
+if [[ -z "$CUDNN_DIR" ]]; then
+  CUDNN_NOTE="libcudnn.so.9 not found${CUDNN_NOTE:+ ($CUDNN_NOTE)}: the attention runs its own kernels"
+  LIBS_TSV+="cudnn"$'\t'$'\t'$'\t'"$CUDNN_NOTE"$'\n'
+fi
+# NVRTC: cuDNN compiles its fused attention at run time with libnvrtc.so.<CUDA major> (13 for a cuDNN built
+# for CUDA 13, 12 for one built for 12), opened through the loader's path: each major's first folder (cuDNN's
+# own, then the candidates) goes on it. Neither found: a note, as for cuDNN.
+NVRTC_DIRS=()
+if [[ -n "$CUDNN_DIR" ]]; then
+  for major in 13 12; do
+    while IFS=$'\t' read -r source dir; do
+      [[ -e "$dir/libnvrtc.so.$major" ]] || continue
+      line=$(probe "$dir" "$dir/libnvrtc.so.$major")
+      [[ "$line" == nvrtc$'\t'* ]] || continue
+      NVRTC_DIRS+=("$dir")
+      LIBS_TSV+="nvrtc$major"$'\t'"$(cut -f2 <<<"$line")"$'\t'"$dir/libnvrtc.so.$major"$'\t'"$source"$'\n'
+      break
+    done < <(printf 'cudnn\t%s\n' "$CUDNN_DIR"; candidate_dirs)
+  done
+  if ((${#NVRTC_DIRS[@]} == 0)); then
+    CUDNN_NOTE="libnvrtc.so.13 and libnvrtc.so.12 not found: cuDNN cannot compile its attention, which then runs its own kernels"
+    LIBS_TSV+="nvrtc"$'\t'$'\t'$'\t'"$CUDNN_NOTE"$'\n'
+  fi
+fi
+
 # The driver: not needed to load anything (cudart opens it when a GPU is asked for), so its absence only
 # means no GPU.
 CUDA_LIB="" CUDA_LIB_NOTE="libcuda.so.1 not found (no NVIDIA driver)"
@@ -157,6 +201,9 @@ done < <(candidate_dirs | grep -v $'^site-packages\t')
 
 LIB_PATH=$B/lib:$CUBLAS_DIR
 [[ "$NCCL_DIR" != "$CUBLAS_DIR" ]] && LIB_PATH+=:$NCCL_DIR
+for d in "$CUDNN_DIR" "${NVRTC_DIRS[@]}"; do
+  [[ -n "$d" && ":$LIB_PATH:" != *":$d:"* ]] && LIB_PATH+=:$d
+done
 [[ -n "$CUDA_LIB" ]] && LIB_PATH+=:$(dirname "$CUDA_LIB")
 LIB_PATH+=${ORIG_LD_LIBRARY_PATH:+:$ORIG_LD_LIBRARY_PATH}
 
@@ -164,7 +211,7 @@ LIB_PATH+=${ORIG_LD_LIBRARY_PATH:+:$ORIG_LD_LIBRARY_PATH}
 # Every executable's libraries resolve: NVIDIA's from the folders above, the C/C++ runtime from the
 # machine, everything else from the bundle's lib/ (never a copy the machine happens to have).
 RUNTIME='^(linux-vdso|ld-linux-x86-64|libc|libm|libmvec|libstdc\+\+|libgcc_s|libpthread|libdl|librt|libutil|libresolv)\.so'
-NVIDIA='^(libcuda|libcublas|libcublasLt|libnccl)\.so'
+NVIDIA='^(libcuda|libcublas|libcublasLt|libnccl|libcudnn[a-z_]*|libnvrtc)\.so'
 for exe in "$B"/bin/*; do
   name=${exe#"$B"/}
   while read -r lib arrow path _; do
@@ -180,8 +227,9 @@ done
 
 # A refusal above is one line; what was found is printed only once everything resolves.
 while IFS=$'\t' read -r kind ver path source; do
-  [[ -n "$kind" && "$kind" != cuda ]] && say "$kind $ver: $path ($source)"
+  [[ -n "$kind" && "$kind" != cuda && -n "$path" ]] && say "$kind $ver: $path ($source)"
 done <<<"$LIBS_TSV"
+[[ -n "$CUDNN_NOTE" ]] && say "cudnn: $CUDNN_NOTE"
 if [[ -n "$CUDA_LIB" ]]; then say "driver: $CUDA_LIB"; else say "driver: $CUDA_LIB_NOTE: the GPU stages will be skipped"; fi
 
 case "${1:-}" in
@@ -325,8 +373,11 @@ GTESTS=(bash "$CHECK/gtests.sh" "$B/bin" "$W/xml")
 run_stage smoke_kernel 10 1 "${GTESTS[@]}" cuda_kernels_elementwise_test
 
 # ---- by value: the kernel tests against the CPU backend, NCCL at one rank, the training contracts ------
-mapfile -t KERNEL_TESTS < <(cd "$B/bin" && ls cuda_*_test 2>/dev/null | grep -v -e '^cuda_train_cuda_test$' -e '^cuda_nccl_mpi_test$')
+mapfile -t KERNEL_TESTS < <(cd "$B/bin" && ls cuda_*_test 2>/dev/null |
+  grep -v -e '^cuda_train_cuda_test$' -e '^cuda_nccl_mpi_test$' -e '^cuda_cudnn_attention_test$')
 run_stage kernel_tests 30 1 "${GTESTS[@]}" "${KERNEL_TESTS[@]}"
+# cuDNN's attention against the kernels and the cpu: a stage of its own (NVRTC compiles each plan).
+run_stage cudnn_tests 90 1 "${GTESTS[@]}" cuda_cudnn_attention_test
 run_stage nccl_tests 15 1 "${GTESTS[@]}" cuda_nccl_mpi_test
 run_stage train_contracts 35 1 "${GTESTS[@]}" cuda_train_cuda_test
 

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "core/attention_scratch.h"
 #include "core/backend.h"
 #include "core/device.h"
 #include "core/error.h"
@@ -31,7 +32,8 @@ TEST(DeviceTraits, TheBuiltInKindsSayWhatTheirDevicesAre) {
 
 // The sizes the plan asks for: the cpu keeps [B,NH,T,T] probabilities and their gradient, widens 16-bit
 // activations in the attention's scratch (qkv, out, dout, dqkv) and fp16 inputs in its matmul workspace;
-// cuda keeps one float per row and widens nothing.
+// cuda keeps one float per row and widens nothing, and with 16-bit activations gives cuDNN's attention its
+// workspace after the row floats (core/attention_scratch.h).
 TEST(DeviceTraits, EachKindSizesAttentionAndTheMatmulWorkspaceItself) {
   const std::size_t B = 3, NH = 4, KVH = 2, T = 7, hd = 5, W = (NH + 2 * KVH) * hd, O = NH * hd;
   const AttentionShape a{int(B), int(T), int(NH), int(KVH), int(hd)};
@@ -41,7 +43,9 @@ TEST(DeviceTraits, EachKindSizesAttentionAndTheMatmulWorkspaceItself) {
     EXPECT_EQ(attention_saved_floats(DeviceKind::cpu, a, act), B * NH * T * T);
     EXPECT_EQ(attention_scratch_floats(DeviceKind::cpu, a, act), B * NH * T * T + widened);
     EXPECT_EQ(attention_saved_floats(DeviceKind::cuda, a, act), B * NH * T);
-    EXPECT_EQ(attention_scratch_floats(DeviceKind::cuda, a, act), B * NH * T);
+    EXPECT_EQ(attention_scratch_floats(DeviceKind::cuda, a, act),
+              act == DType::f32 ? B * NH * T : cuda_attention_scratch_floats(a, act));
+    EXPECT_GT(attention_scratch_floats(DeviceKind::cuda, a, act), act == DType::f32 ? 0 : B * NH * T);
   }
   const GemmShape g{Trans::no, Trans::yes, 64, 48, 32};
   EXPECT_EQ(gemm_workspace_floats(DeviceKind::cpu, DType::f16, g), cpu_gemm_workspace_floats(DType::f16, g));

@@ -148,7 +148,7 @@ no-gpu)
   expect '.gpus == 0 and .test_mode == false and .complete == true and .stages.doctor.status == "ok"'
   expect '.stages.smoke_cpu.status == "ok" and (.no_gpu_reason | test("^no GPU: "))'
   expect '[.stages[] | select(.needs_gpu) | .status == "skipped" and (.reason | test("^no GPU: "))] | all'
-  expect '[.stages[] | select(.needs_gpu)] | length == 18'
+  expect '[.stages[] | select(.needs_gpu)] | length == 19'
   expect '[.goals[] | .pass] == [null, null, null, null, null, null] and ([.goals[] | .reason | test("^not measured: ")] | all)'
   expect '.libraries.cublas.path != null and .libraries.cublasLt.path != null and .libraries.nccl.path != null'
   expect '.machine.gpu.devices == [] and .tests == null'
