@@ -131,7 +131,8 @@ EOF
 # The check.
 install -m 755 "$ROOT/perf/gpu_check/run.sh" "$G/run.sh"
 install -m 644 "$ROOT/perf/gpu_check/results.py" "$ROOT/perf/gpu_check/gtests.sh" \
-  "$ROOT/perf/scripts/torch_gpt2_peer.py" "$G/check/"
+  "$ROOT/perf/scripts/torch_gpt2_peer.py" "$ROOT/perf/scripts/hf_llama_peer.py" "$ROOT/perf/scripts/peer_data.py" \
+  "$G/check/"
 
 # The manifest: what is inside and what it was built from.
 commit=$(git -C "$ROOT" rev-parse HEAD 2>/dev/null || echo unknown)

@@ -22,11 +22,11 @@
 # as the smoke stages are done: the tierzero doctor, a 3-step training run on the cpu and the same on
 # cuda with their losses compared, one kernel test), results.json (schema tierzero-gpu-check/2: every
 # stage, figure, goal and the libraries used) and logs.tar.gz (every stage's output, at most 15 MiB).
-# Each stage runs under `timeout` with its own limit (the table below, summing to 400 s) inside the
-# budget. Without a GPU every GPU stage is skipped with the reason, "no GPU: ...".
+# Each stage runs under `timeout` with its own limit inside the budget (540 s by default; the stages
+# in order of what a lease most needs, torch.compile last). Without a GPU every GPU stage is skipped with the reason, "no GPU: ...".
 #
 # Environment:
-#   TZ_GPU_CHECK_BUDGET_S     seconds for every stage together (default 400); a stage that would start
+#   TZ_GPU_CHECK_BUDGET_S     seconds for every stage together (default 540); a stage that would start
 #                             with under 5 s left is skipped, with the reason recorded
 #   TZ_GPU_CHECK_SKIP         stage names not to run (a rerun: the stages already ok), recorded as skipped
 #   TZ_GPU_CHECK_ALLOW_OLDER  1: an NVIDIA library older than the bundle's is used, with a warning
@@ -34,7 +34,8 @@
 #   TZ_GPU_CHECK_CUDA_HOME    the toolkit (default /usr/local/cuda)
 #   TZ_GPU_CHECK_FAKE_DIR     test mode: a stage's command is replaced by one that sleeps <dir>/<stage>.sleep
 #                             seconds (default 0) under the stage's timeout, prints <stage>.out and .err and
-#                             exits <stage>.rc (default 0); <stage>.xml is its GoogleTest report. The doctor's
+#                             exits <stage>.rc (default 0); <stage>.xml is its GoogleTest report, <stage>.jsonl
+#                             its --metrics file. The doctor's
 #                             GPUs count, not the driver's; the libraries are still found for real
 set -u
 
@@ -253,7 +254,7 @@ command -v python3 >/dev/null || refuse "python3 is needed for the reports (its 
 RESULTS=${1:-${OUT:-./gpu-check-results}}
 mkdir -p "$RESULTS" || refuse "cannot make the results folder $RESULTS"
 RESULTS=$(cd "$RESULTS" && pwd)
-BUDGET_S=${TZ_GPU_CHECK_BUDGET_S:-400}
+BUDGET_S=${TZ_GPU_CHECK_BUDGET_S:-540}
 MB=${TZ_GPU_CHECK_MICRO_BATCH:-8}
 ACCUM=${TZ_GPU_CHECK_GRAD_ACCUM:-4}
 STEPS=${TZ_GPU_CHECK_STEPS:-5}
@@ -327,6 +328,7 @@ run_stage() {
   if [[ -n "$FAKE_DIR" ]]; then
     # Test mode: the stage's output from files, after <stage>.sleep seconds, under the same timeout.
     [[ -f "$FAKE_DIR/$name.xml" ]] && cp "$FAKE_DIR/$name.xml" "$W/xml/$name.xml"
+    [[ -f "$FAKE_DIR/$name.jsonl" ]] && cp "$FAKE_DIR/$name.jsonl" "$W/logs/$name.jsonl"  # its --metrics
     set -- bash -c 'sleep "$(cat "$1.sleep" 2>/dev/null || echo 0)"; cat "$1.out" 2>/dev/null; cat "$1.err" >&2 2>/dev/null
       exit "$(cat "$1.rc" 2>/dev/null || echo 0)"' fake "$FAKE_DIR/$name"
   fi
@@ -381,23 +383,90 @@ run_stage cudnn_tests 90 1 "${GTESTS[@]}" cuda_cudnn_attention_test
 run_stage nccl_tests 15 1 "${GTESTS[@]}" cuda_nccl_mpi_test
 run_stage train_contracts 35 1 "${GTESTS[@]}" cuda_train_cuda_test
 
+# ---- the same weights and tokens for tierzero and its peers ---------------------------------------------
+# Token files in llm.c's format (uint16 for GPT-2's vocabulary, uint32 for Llama 3's), seeded; each model's
+# initial weights written once by tierzero itself (one step at lr 0 changes no weight) as a Hugging Face
+# folder in bf16, which every tierzero run and its peer then start from, so their losses compare.
+TOKENS=$((MB * 1024 * ACCUM * STEPS + 1))
+INPUTS_OK=0
+run_stage inputs 10 0 bash -c 'python3 "$1/results.py" tokens --out "$2/tok-gpt2.bin" --vocab 50257 --count "$3" --seed 1 &&
+  python3 "$1/results.py" tokens --out "$2/tok-llama.bin" --vocab 128256 --count "$3" --seed 2' inputs "$CHECK" "$W" "$TOKENS" &&
+  INPUTS_OK=1
+EXPORT=(--device cuda --dtype bf16 --seq-len 1024 --micro-batch 1 --steps 1 --lr 0 --val-batches 1 --log-every 1
+  --save-hf-dtype bf16)
+GPT2_MODEL=(--model gpt2-xl) LLAMA_MODEL=(--model llama3.2-1b) SAME_INIT_GPT2=0 SAME_INIT_LLAMA=0
+if run_stage export_gpt2 30 1 "$TZ" train "${EXPORT[@]}" --model gpt2-xl --data "$W/tok-gpt2.bin" --save-hf "$W/init-gpt2"; then
+  GPT2_MODEL=(--init-from "$W/init-gpt2") SAME_INIT_GPT2=1
+fi
+if run_stage export_llama 20 1 "$TZ" train "${EXPORT[@]}" --model llama3.2-1b --data "$W/tok-llama.bin" --save-hf "$W/init-llama"; then
+  LLAMA_MODEL=(--init-from "$W/init-llama") SAME_INIT_LLAMA=1
+fi
+GPT2_DATA=() LLAMA_DATA=()
+((INPUTS_OK)) && GPT2_DATA=(--data "$W/tok-gpt2.bin") LLAMA_DATA=(--data "$W/tok-llama.bin")
+
 # ---- gpt2-xl training steps: MFU of what `tierzero train --device cuda` runs ----------------------------
-TRAIN_FLAGS=(--device cuda --model gpt2-xl --dtype bf16 --seq-len 1024 --micro-batch "$MB" --grad-accum "$ACCUM"
-  --steps "$STEPS" --val-batches 1 --log-every 1)
-# step_run KEY LIMIT EXTRA_FLAGS...: trains, then reduces its metrics to MFU (bench mfu, 5 s).
+TRAIN_FLAGS=(--device cuda "${GPT2_MODEL[@]}" "${GPT2_DATA[@]}" --dtype bf16 --seq-len 1024 --micro-batch "$MB"
+  --grad-accum "$ACCUM" --val-batches 1 --log-every 1)
+# step_run KEY LIMIT MODEL EXTRA_FLAGS...: trains, then reduces its metrics to MFU (bench mfu, 5 s).
 step_run() {
-  local key=$1 max=$2
-  shift 2
-  if run_stage "$key" "$max" 1 "$TZ" train "${TRAIN_FLAGS[@]}" --metrics "$W/logs/$key.jsonl" "$@"; then
+  local key=$1 max=$2 model=$3
+  shift 3
+  local flags=("${TRAIN_FLAGS[@]}")
+  [[ "$model" == llama3.2-1b ]] && flags=("${LLAMA_FLAGS[@]}")
+  if run_stage "$key" "$max" 1 "$TZ" train "${flags[@]}" --steps "$STEPS" --metrics "$W/logs/$key.jsonl" "$@"; then
     R note --work "$W" --key "$key" --wall "$LAST_SECONDS" --steps "$STEPS" -- "$@"
-    run_stage "${key}_mfu" 5 1 "$TZ" bench mfu --metrics "$W/logs/$key.jsonl" --model gpt2-xl --seq-len 1024 \
+    run_stage "${key}_mfu" 5 1 "$TZ" bench mfu --metrics "$W/logs/$key.jsonl" --model "$model" --seq-len 1024 \
       --skip "$SKIP_STEPS" --json && keep_json "${key}_mfu" "$key"
   else
     skip "${key}_mfu" 1 "$( ((NGPU)) && echo "$key did not succeed" || echo "$NO_GPU")"
   fi
 }
-step_run step_no_offload 35
-step_run step_optimizer_cpu 35 --offload-optimizer cpu
+# profile_run KEY LIMIT MODEL: 3 steps, the last 2 timed op by op (tierzero train --profile-ops), the table
+# kept as a figure.
+profile_run() {
+  local key=$1 max=$2 model=$3 flags=("${TRAIN_FLAGS[@]}")
+  [[ "$model" == llama3.2-1b ]] && flags=("${LLAMA_FLAGS[@]}")
+  run_stage "$key" "$max" 1 "$TZ" train "${flags[@]}" --steps 3 --profile-ops 2 --profile-hardware h200-141g \
+    --metrics "$W/logs/$key.jsonl" && R keep-profile --work "$W" --key "$key" --metrics "$W/logs/$key.jsonl"
+}
+step_run step_no_offload 30 gpt2-xl
+# With the optimizer on the CPU: at a fine-tuning gradient norm, under the max norm (no clipping: every
+# speculative CPU Adam update stands, as in a fine-tuning run), and from the fresh init, clipped at every
+# step (the speculation stops after 4 steps: zero/speculation_policy.h).
+step_run step_optimizer_cpu_noclip 30 gpt2-xl --offload-optimizer cpu --grad-clip 0
+profile_run profile_gpt2 25 gpt2-xl
+
+# ---- llama3.2-1b training steps: RMSNorm, RoPE, grouped-query attention and SwiGLU in real steps ------
+LLAMA_FLAGS=(--device cuda "${LLAMA_MODEL[@]}" "${LLAMA_DATA[@]}" --dtype bf16 --seq-len 1024 --micro-batch 4
+  --val-batches 1 --log-every 1)
+step_run step_llama 25 llama3.2-1b
+profile_run profile_llama 15 llama3.2-1b
+
+# ---- the peers, from the same weights and tokens, in the environment run.sh was given ---------------------
+PEER=(python3 "$CHECK/torch_gpt2_peer.py" --model gpt2-xl --device cuda --dtype bf16 --micro-batch "$MB" --seq-len 1024
+  --grad-accum "$ACCUM" --steps "$STEPS" --skip "$SKIP_STEPS" --json)
+((SAME_INIT_GPT2)) && PEER+=(--init-from "$W/init-gpt2" --data "$W/tok-gpt2.bin")
+run_stage torch_eager 25 1 --env torch "${PEER[@]}" --compile 0 && keep_json torch_eager
+if ((SAME_INIT_LLAMA)); then
+  run_stage hf_llama 40 1 --env torch python3 "$CHECK/hf_llama_peer.py" --folder "$W/init-llama" --data "$W/tok-llama.bin" \
+    --micro-batch 4 --seq-len 1024 --steps "$STEPS" --skip "$SKIP_STEPS" --json && keep_json hf_llama
+else
+  skip hf_llama 1 "$( ((NGPU)) && echo "export_llama did not succeed: no shared initial weights" || echo "$NO_GPU")"
+fi
+
+# ---- the GPU benchmarks -------------------------------------------------------------------------------
+for b in gpu-matmul:15 gpu-attention:15 gpu-copy:10; do
+  name=${b%%:*} key=${name//-/_} flags=()
+  # The attention as bf16 training runs it (cuDNN; a shape it cannot run falls back, one line on stderr).
+  [[ "$name" == gpu-attention ]] && flags=(--attention-math cudnn)
+  run_stage "$key" "${b##*:}" 1 "$TZ" bench "$name" "${flags[@]}" --json && keep_json "$key"
+done
+# The project's own bf16 tensor-core kernels on the same shapes and activations, for comparison.
+run_stage gpu_attention_kernels 15 1 "$TZ" bench gpu-attention --attention-math bf16 --activation-dtype bf16 --json &&
+  keep_json gpu_attention_kernels
+
+# ---- offload from the fresh init, and ZeRO-3 with parameters on the CPU too ------------------------------
+step_run step_optimizer_cpu 30 gpt2-xl --offload-optimizer cpu
 # A device budget between what ZeRO-3 needs with parameters offloaded and what it needs with only the
 # optimizer offloaded: the run must offload its parameters to fit (tierzero plan's figures).
 PLAN=("$TZ" plan --model gpt2-xl --dtype bf16 --seq-len 1024 --micro-batch "$MB" --grad-accum "$ACCUM" --world 1
@@ -408,33 +477,14 @@ if run_stage plan_param_offload 5 1 bash -c '"${@:3}" --offload-param cpu >"$1.w
   keep_json plan_param_offload && MIB=$(R field --work "$W" --key plan_param_offload --field device_mem_mib)
 fi
 if [[ -n "$MIB" ]]; then
-  step_run step_param_offload 25 --zero-stage 3 --offload-optimizer cpu --offload-param cpu --device-mem "${MIB}M"
+  step_run step_param_offload 40 gpt2-xl --zero-stage 3 --offload-optimizer cpu --offload-param cpu --grad-clip 0 \
+    --device-mem "${MIB}M"
 else
   skip step_param_offload 1 "$( ((NGPU)) && echo "tierzero plan gave no device budget (see plan_param_offload)" || echo "$NO_GPU")"
 fi
 
-# ---- llama3.2-1b training steps (issue 19): RMSNorm, RoPE, grouped-query attention and SwiGLU in real steps
-LLAMA_FLAGS=(--device cuda --model llama3.2-1b --dtype bf16 --seq-len 1024 --micro-batch 4 --steps "$STEPS" --val-batches 1
-  --log-every 1)
-if run_stage step_llama 35 1 "$TZ" train "${LLAMA_FLAGS[@]}" --metrics "$W/logs/step_llama.jsonl"; then
-  R note --work "$W" --key step_llama --wall "$LAST_SECONDS" --steps "$STEPS" -- --model llama3.2-1b
-  run_stage step_llama_mfu 5 1 "$TZ" bench mfu --metrics "$W/logs/step_llama.jsonl" --model llama3.2-1b --seq-len 1024 \
-    --skip "$SKIP_STEPS" --json && keep_json step_llama_mfu step_llama
-else
-  skip step_llama_mfu 1 "$( ((NGPU)) && echo "step_llama did not succeed" || echo "$NO_GPU")"
-fi
-
-# ---- the GPU benchmarks -------------------------------------------------------------------------------
-for b in gpu-matmul:20 gpu-attention:15 gpu-copy:10; do
-  name=${b%%:*} key=${name//-/_}
-  run_stage "$key" "${b##*:}" 1 "$TZ" bench "$name" --json && keep_json "$key"
-done
-
-# ---- the peer: PyTorch on the same GPU, in the environment run.sh was given ----------------------------
-PEER=(python3 "$CHECK/torch_gpt2_peer.py" --model gpt2-xl --device cuda --dtype bf16 --micro-batch "$MB" --seq-len 1024
-  --grad-accum "$ACCUM" --steps "$STEPS" --skip "$SKIP_STEPS" --json)
-run_stage torch_eager 25 1 --env torch "${PEER[@]}" --compile 0 && keep_json torch_eager
-run_stage torch_compiled 35 1 --env torch "${PEER[@]}" --compile 1 && keep_json torch_compiled
+# ---- torch.compile last: it takes what time is left (its compilation reported apart) ---------------------
+run_stage torch_compiled 90 1 --env torch "${PEER[@]}" --compile 1 && keep_json torch_compiled
 
 assemble --final
 R summary --results "$RESULTS/results.json"

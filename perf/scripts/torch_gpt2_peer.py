@@ -39,6 +39,45 @@ FLOPS_FORMULA = ("6 * N + 12 * n_layer * n_embd * seq_len per token, N = params 
                  "(wte with its padded vocabulary rows, counted once: tied to the LM head)")
 
 
+# Hugging Face GPT-2's names (as tierzero's --save-hf and --save-safetensors write them, Conv1D matrices
+# [in, out]) for this file's modules (nn.Linear matrices [out, in]).
+HF_NAMES = {"ln_1.weight": "ln_1.weight", "ln_1.bias": "ln_1.bias", "ln_2.weight": "ln_2.weight",
+            "ln_2.bias": "ln_2.bias", "attn.c_attn.weight": "c_attn.weight", "attn.c_attn.bias": "c_attn.bias",
+            "attn.c_proj.weight": "c_proj.weight", "attn.c_proj.bias": "c_proj.bias",
+            "mlp.c_fc.weight": "c_fc.weight", "mlp.c_fc.bias": "c_fc.bias", "mlp.c_proj.weight": "mlp_proj.weight",
+            "mlp.c_proj.bias": "mlp_proj.bias"}
+
+
+@torch.no_grad()
+def load_hf_gpt2(model, path):
+    """Copies a Hugging Face GPT-2 folder's or file's tensors into the model; every tensor must be there."""
+    from peer_data import read_folder
+    w = {k[len("transformer."):] if k.startswith("transformer.") else k: v for k, v in read_folder(path).items()}
+    mine = dict(model.named_parameters())
+    missing = []
+    for name, p in mine.items():
+        if name == "wte.weight":
+            src = w.get("wte.weight")
+            if src is not None:
+                p.zero_()
+                p[:src.shape[0]].copy_(src)  # the padded vocabulary rows stay 0, as tierzero's
+                continue
+        elif name.startswith("h."):
+            l, rest = name[2:].split(".", 1)
+            hf = next((k for k, v in HF_NAMES.items() if v == rest), None)
+            src = w.get("h.%s.%s" % (l, hf)) if hf else None
+            if src is not None:
+                p.copy_(src.t() if src.dim() == 2 else src)
+                continue
+        elif name in w:
+            p.copy_(w[name])
+            continue
+        missing.append(name)
+    if missing:
+        raise ValueError("%s has no %s (a Hugging Face GPT-2 folder or file, as tierzero --save-hf writes)" %
+                         (path, ", ".join(missing[:5])))
+
+
 class OneLineParser(argparse.ArgumentParser):
     """Usage errors are errors: one line on stderr, exit 1 (argparse's own is the usage text and 2)."""
 
@@ -181,6 +220,12 @@ def parse_args(argv):
     ap.add_argument("--steps", type=int, default=6, help="optimizer steps in all, --skip of them not measured")
     ap.add_argument("--skip", type=int, default=2, help="first steps left out (warm-up, compilation)")
     ap.add_argument("--compile", type=int, choices=[0, 1], default=0, help="torch.compile the model")
+    ap.add_argument("--init-from", default=None,
+                    help="a Hugging Face GPT-2 folder or safetensors file (tierzero --save-hf) to start from, "
+                         "instead of the seeded initialisation")
+    ap.add_argument("--data", default=None,
+                    help="an llm.c token file: micro-step m of step s trains on window s * grad_accum + m, as "
+                         "tierzero train --data reads it at one rank (default: one fixed random batch)")
     ap.add_argument("--peak-tflops", type=float, default=None,
                     help="per-device peak for MFU (default: from the GPU's name, as tierzero bench mfu)")
     # tierzero train's defaults (launch/train_flags.cc, zero/zero_options.h), so both sides step the same.
@@ -239,6 +284,9 @@ def run(a):
     dev = torch.device(a.device)
     torch.manual_seed(a.seed)
     model = GPT(L, H, C, V, Vp, maxT, out["sdpa"], dev)
+    if a.init_from:
+        load_hf_gpt2(model, a.init_from)
+        out["init_from"] = a.init_from
     params = sum(p.numel() for p in model.parameters())  # the tied wte counted once
     no_wpe = params - model.wpe.weight.numel()
     opt, out["fused_adamw"] = make_adamw(model, a, fallbacks)
@@ -250,10 +298,19 @@ def run(a):
         out["compiled"] = True
 
     # One fixed batch of grad_accum micro-batches, random tokens uniform over the real vocabulary, the same
-    # every step: both sides do the same work, and the loss falls as the model learns it.
-    g = torch.Generator().manual_seed(a.seed)
-    data = torch.randint(0, V, (a.grad_accum, a.micro_batch, a.seq_len + 1), generator=g).to(dev)
-    inputs, targets = data[..., :-1].contiguous(), data[..., 1:].contiguous()
+    # every step: both sides do the same work, and the loss falls as the model learns it. With --data, the
+    # file's windows in tierzero's order.
+    if a.data:
+        from peer_data import read_tokens, window
+        toks = read_tokens(a.data)
+        batches = [[tuple(t.to(dev) for t in window(toks, s * a.grad_accum + m, a.micro_batch, a.seq_len))
+                    for m in range(a.grad_accum)] for s in range(a.steps)]
+        out["data"] = a.data
+    else:
+        g = torch.Generator().manual_seed(a.seed)
+        data = torch.randint(0, V, (a.grad_accum, a.micro_batch, a.seq_len + 1), generator=g).to(dev)
+        inputs, targets = data[..., :-1].contiguous(), data[..., 1:].contiguous()
+        batches = [[(inputs[m], targets[m]) for m in range(a.grad_accum)]] * a.steps
 
     def sync():
         if a.device == "cuda":
@@ -266,9 +323,9 @@ def run(a):
         sync()
         t0 = time.perf_counter()
         total = torch.zeros((), device=dev)
-        for m in range(a.grad_accum):
+        for m, (x, y) in enumerate(batches[step]):
             with torch.autocast(device_type=a.device, dtype=torch.bfloat16, enabled=bf16):
-                loss = step_model(inputs[m], targets[m]) / a.grad_accum
+                loss = step_model(x, y) / a.grad_accum
             loss.backward()
             total += loss.detach()
         if a.grad_clip > 0:
@@ -283,6 +340,10 @@ def run(a):
 
     measured = [1e3 * t for t in times[a.skip:]]
     ms = statistics.median(measured)
+    # torch.compile compiles during the first step: its time past a measured step's is the compilation.
+    out["first_step_s"] = times[0]
+    if out["compiled"]:
+        out["compile_s"] = max(0.0, times[0] - ms / 1e3)
     tokens = a.micro_batch * a.seq_len * a.grad_accum
     flops_per_token = 6.0 * no_wpe + 12.0 * L * C * a.seq_len
     tokens_per_s = tokens / (ms / 1e3)

@@ -4,46 +4,17 @@ that trains a Hugging Face model folder the way `tierzero train --init-from DIR 
 default: batches of consecutive windows from the token file's start, mean cross-entropy, the global
 gradient norm clipped to 1.0, AdamW (betas 0.9/0.999, eps 1e-8, weight decay 0.01 on matrices and
 embeddings only) at a constant learning rate. Prints {"losses": [...]} (one per step, before its update).
-Reads safetensors with numpy (F32, F16, BF16), so it shares no code with tierzero."""
+Reads safetensors and tokens with numpy (perf/scripts/peer_data.py), so it shares no code with tierzero."""
 import argparse
 import json
 import math
 import os
-import struct
 import sys
 
-import numpy as np
 import torch
 import torch.nn.functional as F
 
-
-def read_safetensors(path):
-    with open(path, "rb") as f:
-        n = struct.unpack("<Q", f.read(8))[0]
-        header = json.loads(f.read(n))
-        data = f.read()
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        b = data[t["data_offsets"][0]:t["data_offsets"][1]]
-        if t["dtype"] == "F32":
-            a = np.frombuffer(b, "<f4")
-        elif t["dtype"] == "F16":
-            a = np.frombuffer(b, "<f2").astype(np.float32)
-        else:
-            a = (np.frombuffer(b, "<u2").astype(np.uint32) << 16).view(np.float32)
-        out[name] = torch.tensor(a.reshape(t["shape"]).copy(), dtype=torch.float32)
-    return out
-
-
-def read_folder(d):
-    idx = os.path.join(d, "model.safetensors.index.json")
-    w = {}
-    files = sorted(set(json.load(open(idx))["weight_map"].values())) if os.path.exists(idx) else ["model.safetensors"]
-    for f in files:
-        w.update(read_safetensors(os.path.join(d, f)))
-    return w
+from peer_data import read_folder, read_tokens, window
 
 
 def rotate_half(x):
@@ -104,18 +75,15 @@ def main():
     torch.set_num_threads(1)
     cfg = json.load(open(os.path.join(a.folder, "config.json")))
     p = {k: v.requires_grad_(True) for k, v in read_folder(a.folder).items() if k != "lm_head.weight" or not cfg.get("tie_word_embeddings")}
-    raw = open(a.data, "rb").read()
-    toks = torch.tensor(np.frombuffer(raw[1024:], "<u2").astype(np.int64))
+    toks = read_tokens(a.data)
     decay = [t for t in p.values() if t.dim() >= 2]
     rest = [t for t in p.values() if t.dim() < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": 0.01}, {"params": rest, "weight_decay": 0.0}],
                             lr=a.lr, betas=(0.9, 0.999), eps=1e-8)
     B, T = a.micro_batch, a.seq_len
-    n = (len(toks) - 1) // (B * T)
     losses = []
     for s in range(a.steps):
-        i = (s % n) * B * T
-        inputs, targets = toks[i:i + B * T].view(B, T), toks[i + 1:i + B * T + 1].view(B, T)
+        inputs, targets = window(toks, s, B, T)
         opt.zero_grad()
         loss = forward(cfg, p, inputs, targets)
         loss.backward()

@@ -99,5 +99,20 @@ tz_fpt=$(jq -e .flops_per_token "$W/mfu.json") || fail "bench mfu printed no flo
 expect "$R" ".flops_per_token == $tz_fpt"
 expect "$R" ".flops_formula | startswith($(jq .flops_formula "$W/mfu.json"))"
 
+# ---- from tierzero's own weights and tokens: the same losses ------------------------------------------------
+# tierzero writes its initial weights (one step at lr 0 changes none) as a Hugging Face folder; both sides
+# then train from it on the same token file's windows, in fp32 on the cpu: every step's loss within 1e-5.
+"$PY" -c "import sys; sys.path.insert(0, '$ROOT/perf/scripts'); import numpy as np, peer_data
+peer_data.write_tokens('$W/tok.bin', np.random.default_rng(5).integers(0, 256, 20000), 256)" || fail "write_tokens"
+(cd "$W" && "$TZ" train --model tiny --steps 1 --lr 0 --seq-len 64 --data tok.bin --val-batches 1 --log-every 0 \
+  --save-hf init >export.log 2>&1) || fail "tierzero --save-hf exited $? ($(tail -n 1 "$W/export.log"))"
+(cd "$W" && "$TZ" train --init-from init --data tok.bin --steps 4 --micro-batch 2 --seq-len 64 --grad-accum 2 \
+  --val-batches 1 --log-every 0 --metrics same.jsonl >same.log 2>&1) || fail "tierzero --init-from exited $?"
+"$PY" "$PEER" --model tiny --device cpu --dtype fp32 --micro-batch 2 --seq-len 64 --grad-accum 2 --steps 4 --skip 1 \
+  --threads 1 --init-from "$W/init" --data "$W/tok.bin" --json >"$W/same.json" 2>"$W/same.err" || fail "--init-from exited $?"
+jq -s -c '[.[] | select(.loss != null) | .loss]' "$W/same.jsonl" >"$W/tz_losses.json"
+expect "$W/same.json" ".init_from == \"$W/init\" and .data == \"$W/tok.bin\" and (.losses | length) == 4"
+expect "$W/same.json" "[.losses, $(cat "$W/tz_losses.json")] | transpose | all(((.[0] - .[1]) | fabs) <= 1e-5 * .[1])"
+
 echo "torch_peer_test: passed (torch $(jq -r .torch_version "$R"), $(jq -r '.ms_per_step | . * 10 | round / 10' "$R") ms/step," \
   "losses $(jq -c '[.losses[] | . * 1000 | round / 1000]' "$R"), flops/token $tz_fpt as tierzero's)"
