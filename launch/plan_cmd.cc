@@ -21,6 +21,7 @@
 #include "launch/hardware_file.h"
 #include "launch/plan_compare.h"
 #include "model/file_io.h"
+#include "model/output_set.h"
 #include "model/protected_inputs.h"
 
 namespace po = boost::program_options;
@@ -120,7 +121,7 @@ int plan_command(const std::vector<std::string>& args) {
       if (std::filesystem::exists(name)) inputs.emplace_back(name, "--hardware file");
       at = comma + 1;
     }
-    if (!csv.empty()) check_output_target(csv, "--csv");
+    check_planned_outputs({{"--csv", csv, PlannedKind::file}});
     for (std::size_t at = 0; at <= list.size();) {
       const std::size_t comma = std::min(list.find(',', at), list.size());
       hws.push_back(load_hardware(list.substr(at, comma - at)));

@@ -114,16 +114,6 @@ std::string hex64(std::uint64_t v) {
   return b;
 }
 
-std::string checkpoint_name(int step) {
-  char b[32];
-  std::snprintf(b, sizeof b, "step-%08d", step);
-  return b;
-}
-
-bool is_checkpoint_name(const std::string& s) {
-  return s.size() == 13 && s.rfind("step-", 0) == 0 && s.find_first_not_of("0123456789", 5) == std::string::npos;
-}
-
 json manifest_to_json(const CheckpointManifest& m) {
   json groups = json::array();
   for (const auto& g : m.groups)

@@ -183,13 +183,18 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
            "give one (--init-from starts a new run from a safetensors file, --resume continues a checkpointed one)");
   // What the run reads stays protected from what it writes until it returns (model/protected_inputs.h).
   std::vector<ProtectedInput> inputs = protect_inputs(opt);
+  // Every output, before anything is created (the save-dir and its lock included); again below, once the
+  // checkpoint being resumed is known and protected.
+  on_every_rank(comm, "check the run's outputs", [&] {
+    if (comm.rank() == 0) check_outputs(opt);  // rank 0 writes them
+  });
   std::unique_ptr<SaveDirLease> lease;  // the save-dir is this run's until it returns
   if (!opt.save_dir.empty()) lease = std::make_unique<SaveDirLease>(opt.save_dir, comm, opt.job_id);
   const std::string resume_dir = resume_checkpoint(opt, comm, log);
   inputs.emplace_back(resume_dir, "the checkpoint being resumed");
   if (!opt.save_dir.empty()) inputs.emplace_back(opt.save_dir + "/latest", "the checkpoint pointer", "checkpoint pointer");
-  on_every_rank(comm, "check the run's outputs", [&] {
-    if (comm.rank() == 0) check_outputs(opt);  // rank 0 writes them
+  on_every_rank(comm, "check the run's outputs against the checkpoint it resumes", [&] {
+    if (comm.rank() == 0) check_outputs(opt);
   });
   std::unique_ptr<CheckpointReader> ckpt;
   if (!resume_dir.empty()) ckpt = open_resume(resume_dir, opt, comm, log);
