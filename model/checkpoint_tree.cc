@@ -92,6 +92,14 @@ std::string checkpoint_tree_marker(const std::string& dir) {
   return step.empty() ? "" : "the checkpoint folder " + step;
 }
 
+bool is_checkpoint_data_file(const std::string& path) {
+  const fs::path p(path);
+  const std::string name = p.filename().string();
+  const bool named = name.size() == 14 && name.rfind("rank-", 0) == 0 && name.compare(10, 4, ".bin") == 0 &&
+                     name.substr(5, 5).find_first_not_of("0123456789") == std::string::npos;
+  return named && is_regular((p.has_parent_path() ? p.parent_path() : fs::path(".")).string() + "/" + kCheckpointManifest);
+}
+
 std::optional<CheckpointTree> checkpoint_tree_of(const std::string& path) {
   std::optional<CheckpointTree> outermost;
   if (path.empty()) return outermost;

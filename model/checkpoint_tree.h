@@ -23,6 +23,9 @@ bool is_checkpoint_name(const std::string& name);
 // folder, or manifest.json beside rank-00000.bin (a checkpoint folder on its own).
 std::string checkpoint_tree_marker(const std::string& dir);
 
+// Whether `path` is a checkpoint's data file: rank-NNNNN.bin beside a manifest.json.
+bool is_checkpoint_data_file(const std::string& path);
+
 struct CheckpointTree {
   std::string root;    // the outermost folder that is a tree, absolute
   std::string marker;  // what makes it one (checkpoint_tree_marker)
