@@ -108,7 +108,7 @@ int plan_command(const std::vector<std::string>& args) {
   if (rank < 0 && world > 64) ranks.push_back(world - 1);
   if (compare) {
     for (double p : {prices.gpu_hour, prices.node_hour, prices.nvme_tb_hour})
-      TZ_CHECK(std::isfinite(p) && p >= 0, "prices must be numbers >= 0, got ", p);
+      TZ_CHECK(std::isfinite(p) && p >= 0 && p <= 1e9, "prices must be numbers in [0, 1e9], got ", p);
     std::vector<Hardware> hws;
     std::string list = hardware.empty() ? "h100-80g,h200-141g,gh200,a100-40g,v100-32g" : hardware;
     // The CSV may not replace what the plan reads (a hardware file, the config), nor a device or FIFO:
