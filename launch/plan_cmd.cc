@@ -14,6 +14,7 @@
 #include "launch/flag_table.h"
 #include "launch/parse_args.h"
 #include "launch/train_flags.h"
+#include "train/setting_checks.h"
 #include "train/trainer.h"
 #include "zero/memory_plan.h"
 #include "zero/plan_advice.h"
@@ -206,14 +207,22 @@ int plan_command(const std::vector<std::string>& args) {
     if (!json) std::printf("rank %d does not fit: %s\n", r, problem.c_str());
     if (advice.empty()) advice = advice_text(plan, hw ? &*hw : nullptr, f.o.grad_accum);  // the first that does not fit
   }
+  // What this machine lacks of what the settings name: the plan may be for another machine, so it is said,
+  // not refused; `train` here would refuse it.
+  const std::vector<std::string> missing = missing_on_this_machine(f.o);
   if (json) {
     out["fits"] = fits;
+    out["missing_on_this_machine"] = missing;
     if (!advice.empty()) out["advice"] = advice;
     std::printf("%s\n", out.dump(1).c_str());
     return fits ? 0 : 1;
   }
   if (!advice.empty()) std::printf("%s\n", advice.c_str());
-  std::printf("%s\n", fits ? "the plan fits every budget" : "the plan does not fit (see above)");
+  for (const std::string& m : missing) std::printf("note: not on this machine: %s\n", m.c_str());
+  std::printf("%s%s\n", fits ? "the plan fits every budget" : "the plan does not fit (see above)",
+              missing.empty() ? ""
+                              : "; it names things this machine lacks (noted above): `tierzero train` here would refuse "
+                                "it, a machine that has them would run it");
   return fits ? 0 : 1;
 }
 

@@ -377,7 +377,10 @@ void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   f.o.offload.mem[Tier::host] = bytes_flag("host-mem", f.host_mem);
   f.o.offload.host_ratio_master = f.o.offload.host_ratio_m = f.o.offload.host_ratio_v = f.ratio;
   f.o.offload.mem[Tier::nvme] = bytes_flag("nvme-mem", f.nvme_mem);
-  for (const auto& [node, bytes] : parse_numa_mem(f.numa_mem)) f.o.offload.mem[numa_tier(node)] = bytes;
+  for (const auto& [node, bytes] : parse_numa_mem(f.numa_mem)) {
+    f.o.offload.mem[numa_tier(node)] = bytes;
+    f.o.offload.numa_budget_nodes.push_back(node);
+  }
   f.o.config = f.config;
   // The file fills what the command line left at its defaults.
   if (!f.config.empty())

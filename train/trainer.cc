@@ -23,6 +23,7 @@
 #include "train/resident_memory.h"
 #include "train/run_setup.h"
 #include "train/save_dir.h"
+#include "train/setting_checks.h"
 #include "train/stop_signals.h"
 #include "train/train_loop.h"
 #include "zero/numa_tier.h"
@@ -194,6 +195,12 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
                   StopSignals* stop) {
   check_options(opt, comm.size());
   check_ranks_agree(opt, comm);  // before anything depends on the settings being equal
+  on_every_rank(comm, "check that its settings name things this machine has", [&] {
+    std::string missing;
+    for (const std::string& m : missing_on_this_machine(opt)) missing += (missing.empty() ? "" : "; ") + m;
+    TZ_CHECK(missing.empty(), missing, ": give settings that name what this machine has (`tierzero plan` plans a run "
+             "for another machine)");
+  });
   const std::size_t resident_at_start = reset_resident_peak() ? resident_status_bytes("VmRSS") : 0;
   const LogFn log =
       log_fn ? log_fn
