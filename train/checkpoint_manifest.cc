@@ -11,6 +11,7 @@
 #include "model/param_layout.h"
 #include "train/checkpoint_validate.h"
 #include "model/json_bounded.h"
+#include "model/json_keys.h"
 
 namespace tz {
 namespace {
@@ -104,6 +105,27 @@ void model_matches_groups(const CheckpointManifest& m, const std::string& src) {
     TZ_CHECK(m.groups[g].name == layout.groups[g].name && m.groups[g].count == layout.groups[g].count, src,
              ": groups[", g, "] is ", m.groups[g].name, " of ", m.groups[g].count, " elements, but the model's is ",
              layout.groups[g].name, " of ", layout.groups[g].count, kDamaged);
+}
+
+// Every key manifest_to_json writes (and checkpoints of earlier versions hold a subset of them).
+const JsonKeySchema& manifest_keys() {
+  static const JsonKeySchema keys = {
+      {"",
+       {"format", "version", "step", "run_id", "optimizer_steps", "computing", "loss_scaler", "data", "model", "dtype",
+        "writer", "schedule", "groups", "files"}},
+      {"loss_scaler", {"scale", "hysteresis_left", "clean_steps", "overflows_at_min"}},
+      {"data", {"epoch", "batch", "global_batch_tokens", "identity", "seed", "shuffle"}},
+      {"model",
+       {"family", "n_layer", "n_head", "n_embd", "vocab_size", "padded_vocab_size", "max_seq_len", "n_kv_head",
+        "head_dim", "ffn_dim", "norm_eps", "rope_theta", "rope_factor", "rope_low_freq_factor", "rope_high_freq_factor",
+        "rope_original_max_seq_len", "tied_head", "qkv_bias", "o_bias", "mlp_bias", "sliding_window"}},
+      {"writer", {"world", "stage", "offload_optimizer", "offload_param"}},
+      {"schedule", {"lr", "min_lr", "warmup", "schedule", "steps"}},
+      {"groups[]", {"name", "count", "dtype", "tensors"}},
+      {"groups[].tensors[]", {"name", "shape", "offset"}},
+      {"files[]", {"name", "bytes", "xxh3", "sections"}},
+      {"files[].sections[]", {"group", "begin", "count", "offset"}}};
+  return keys;
 }
 
 }  // namespace
@@ -278,6 +300,9 @@ CheckpointManifest read_manifest(const std::string& dir) {
   const std::string path = dir + "/manifest.json";
   const std::string text = read_small_file(path, "checkpoint manifest", kMaxManifestBytes,
                                            "no tierzero checkpoint has one that large: resume from another checkpoint");
+  // Every key known before any is parsed: one pass, memory bounded by the nesting (model/json_keys.h).
+  check_json_keys(text, path, manifest_keys(), "a tierzero checkpoint manifest",
+                  "the checkpoint is damaged: resume from another checkpoint");
   json j;
   try {
     j = parse_json_bounded(text, "the checkpoint manifest '" + path + "'",
