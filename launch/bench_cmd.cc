@@ -8,7 +8,9 @@
 
 #include "comm/mpi_comm.h"
 #include "comm/world.h"
+#include "model/checkpoint_tree.h"
 #include "model/file_io.h"
+#include "model/output_set.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "launch/bench_gpu_cmd.h"
@@ -340,12 +342,15 @@ int bench_calibrate(const std::vector<std::string>& args) {
   o.seq_len = mf.seq_len;
   o.nvme_bytes = parse_bytes(nvme_bytes);
   const WorldInfo w = discover_world();
+  {  // the file's folder made and the target checked before the measurements, not after (on every rank: alike)
+    check_outside_checkpoint_trees(out, "--out");
+    const std::filesystem::path parent = std::filesystem::path(out).parent_path();
+    if (!parent.empty()) std::filesystem::create_directories(parent);
+    check_planned_outputs({{"--out", out, PlannedKind::file}});
+  }
   std::unique_ptr<Communicator> comm = w.source == "single" ? nullptr : make_mpi_world();
   const Hardware h = calibrate(o, comm.get(), false);
   if (!comm || comm->rank() == 0) {
-    std::filesystem::create_directories(std::filesystem::path(out).parent_path().empty()
-                                            ? std::filesystem::path(".")
-                                            : std::filesystem::path(out).parent_path());
     const std::string text = h.to_json().dump(1) + "\n";
     AtomicOutputFile f(out, "hardware file");
     f.write(text.data(), text.size());

@@ -8,6 +8,7 @@
 #include "launch/flag_table.h"
 #include "launch/parse_args.h"
 #include "model/corpus.h"
+#include "model/output_set.h"
 #include "model/protected_inputs.h"
 
 namespace po = boost::program_options;
@@ -50,9 +51,7 @@ int data_prepare(const std::vector<std::string>& args) {
   // The token files may not replace (or be written inside) a text file they are made from.
   std::vector<ProtectedInput> protect;
   for (const std::string& in : inputs) protect.emplace_back(in, "--input");
-  check_output_target(output, "--output");
-  if (!val_output.empty()) check_output_target(val_output, "--val-output");
-  TZ_CHECK(val_output.empty() || val_output != output, "--output and --val-output name the same file '", output, "'");
+  check_planned_outputs({{"--output", output, PlannedKind::file}, {"--val-output", val_output, PlannedKind::file}});
   PreparedCorpus c = prepare_byte_corpus(inputs, output, val_output, val_output.empty() ? 0.0 : val_fraction);
   std::printf("wrote %zu tokens to %s", c.train_tokens, output.c_str());
   if (!val_output.empty()) std::printf(" and %zu to %s", c.val_tokens, val_output.c_str());

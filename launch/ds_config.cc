@@ -292,7 +292,8 @@ class Reader {
     const char* device_flag = params ? "--offload-param" : "--offload-optimizer";
     const char* device_flag_name = device_flag + 2;  // without the dashes, as FlagGiven takes it
     if (auto* x = find(v, "device")) {
-      if (!x->is_string()) r_.fail_value(*x, p + "device", "\"none\", \"cpu\" or \"nvme\"");
+      if (!x->is_string())
+        r_.fail_value(*x, p + "device", "\"none\", \"cpu\", \"nvme\" or \"numa:N\" (NUMA node N's memory)");
       Tier t = parse_offload_device(x->get<std::string>(), r_.source() + ": " + p + "device");
       if (!given(device_flag_name)) (params ? off.param : off.optimizer) = t;
     }

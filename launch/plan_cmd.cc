@@ -14,6 +14,7 @@
 #include "launch/flag_table.h"
 #include "launch/parse_args.h"
 #include "launch/train_flags.h"
+#include "train/setting_checks.h"
 #include "train/trainer.h"
 #include "zero/memory_plan.h"
 #include "zero/plan_advice.h"
@@ -21,6 +22,7 @@
 #include "launch/hardware_file.h"
 #include "launch/plan_compare.h"
 #include "model/file_io.h"
+#include "model/output_set.h"
 #include "model/protected_inputs.h"
 
 namespace po = boost::program_options;
@@ -107,7 +109,7 @@ int plan_command(const std::vector<std::string>& args) {
   if (rank < 0 && world > 64) ranks.push_back(world - 1);
   if (compare) {
     for (double p : {prices.gpu_hour, prices.node_hour, prices.nvme_tb_hour})
-      TZ_CHECK(std::isfinite(p) && p >= 0, "prices must be numbers >= 0, got ", p);
+      TZ_CHECK(std::isfinite(p) && p >= 0 && p <= 1e9, "prices must be numbers in [0, 1e9], got ", p);
     std::vector<Hardware> hws;
     std::string list = hardware.empty() ? "h100-80g,h200-141g,gh200,a100-40g,v100-32g" : hardware;
     // The CSV may not replace what the plan reads (a hardware file, the config), nor a device or FIFO:
@@ -120,7 +122,7 @@ int plan_command(const std::vector<std::string>& args) {
       if (std::filesystem::exists(name)) inputs.emplace_back(name, "--hardware file");
       at = comma + 1;
     }
-    if (!csv.empty()) check_output_target(csv, "--csv");
+    check_planned_outputs({{"--csv", csv, PlannedKind::file}});
     for (std::size_t at = 0; at <= list.size();) {
       const std::size_t comma = std::min(list.find(',', at), list.size());
       hws.push_back(load_hardware(list.substr(at, comma - at)));
@@ -205,14 +207,22 @@ int plan_command(const std::vector<std::string>& args) {
     if (!json) std::printf("rank %d does not fit: %s\n", r, problem.c_str());
     if (advice.empty()) advice = advice_text(plan, hw ? &*hw : nullptr, f.o.grad_accum);  // the first that does not fit
   }
+  // What this machine lacks of what the settings name: the plan may be for another machine, so it is said,
+  // not refused; `train` here would refuse it.
+  const std::vector<std::string> missing = missing_on_this_machine(f.o);
   if (json) {
     out["fits"] = fits;
+    out["missing_on_this_machine"] = missing;
     if (!advice.empty()) out["advice"] = advice;
     std::printf("%s\n", out.dump(1).c_str());
     return fits ? 0 : 1;
   }
   if (!advice.empty()) std::printf("%s\n", advice.c_str());
-  std::printf("%s\n", fits ? "the plan fits every budget" : "the plan does not fit (see above)");
+  for (const std::string& m : missing) std::printf("note: not on this machine: %s\n", m.c_str());
+  std::printf("%s%s\n", fits ? "the plan fits every budget" : "the plan does not fit (see above)",
+              missing.empty() ? ""
+                              : "; it names things this machine lacks (noted above): `tierzero train` here would refuse "
+                                "it, a machine that has them would run it");
   return fits ? 0 : 1;
 }
 

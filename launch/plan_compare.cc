@@ -62,15 +62,20 @@ std::vector<CompareRow> compare_options(const TrainOptions& opt, int world, cons
         r.problem = plan.fit_problem();
         r.fits = r.problem.empty();
         if (r.fits) {
-          const StepPrediction p = predict_step(plan, hw, opt.grad_accum);
-          r.step_s = p.step_s, r.tokens_per_s = p.tokens_per_s, r.mfu = p.mfu;
-          const int nodes = (world + hw.ranks_per_node - 1) / hw.ranks_per_node;
-          const double per_hour = world * prices.gpu_hour + nodes * prices.node_hour +
-                                  double(r.bytes[Tier::nvme]) * world / 1e12 * prices.nvme_tb_hour;
-          r.hours_per_mtok = 1e6 / r.tokens_per_s / 3600;
-          r.cost_per_mtok = r.hours_per_mtok * per_hour;
-          r.run_hours = tokens_per_step * opt.steps / r.tokens_per_s / 3600;
-          r.run_cost = r.run_hours * per_hour;
+          try {
+            const StepPrediction p = predict_step(plan, hw, opt.grad_accum);
+            r.step_s = p.step_s, r.tokens_per_s = p.tokens_per_s, r.mfu = p.mfu;
+            const int nodes = (world + hw.ranks_per_node - 1) / hw.ranks_per_node;
+            const double per_hour = world * prices.gpu_hour + nodes * prices.node_hour +
+                                    double(r.bytes[Tier::nvme]) * world / 1e12 * prices.nvme_tb_hour;
+            r.hours_per_mtok = 1e6 / r.tokens_per_s / 3600;
+            r.cost_per_mtok = r.hours_per_mtok * per_hour;
+            r.run_hours = tokens_per_step * opt.steps / r.tokens_per_s / 3600;
+            r.run_cost = r.run_hours * per_hour;
+            r.predicted = true;
+          } catch (const Error& e) {
+            r.problem = e.what();  // it fits, but this hardware's rates cannot time it: said, never printed as a number
+          }
         }
       } catch (const Error& e) {
         r.fits = false;
@@ -94,9 +99,10 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices& pri
       std::snprintf(x, sizeof x, "%.1fG", double(b) / double(1 << 30));
       return std::string(x);
     };
-    if (!r.fits) {
+    if (!r.fits || !r.predicted) {
       std::snprintf(line, sizeof line, "%-12s %-36s %10s %10s %10s %10s\n", r.hardware.c_str(), r.option.c_str(),
-                    gib(r.bytes[Tier::device]).c_str(), gib(r.bytes[Tier::host]).c_str(), gib(r.bytes[Tier::nvme]).c_str(), "does not fit");
+                    gib(r.bytes[Tier::device]).c_str(), gib(r.bytes[Tier::host]).c_str(), gib(r.bytes[Tier::nvme]).c_str(),
+                    r.fits ? "no prediction (below)" : "does not fit");
     } else {
       std::snprintf(line, sizeof line, "%-12s %-36s %10s %10s %10s %10.1f %12.0f %5.1f%% %10.4f %10.2f %10.0f\n",
                     r.hardware.c_str(), r.option.c_str(), gib(r.bytes[Tier::device]).c_str(), gib(r.bytes[Tier::host]).c_str(),
@@ -105,6 +111,8 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices& pri
     }
     s += line;
   }
+  for (const CompareRow& r : rows)
+    if (r.fits && !r.predicted) s += "no prediction for " + r.hardware + ", " + r.option + ": " + r.problem + "\n";
   std::snprintf(line, sizeof line,
                 "prices: %.2f per GPU-hour, %.2f per node-hour, %.2f per TB-hour of NVMe; a run: %lld tokens "
                 "(--steps x tokens per step); memory per rank",
@@ -134,6 +142,7 @@ nlohmann::json compare_json(const std::vector<CompareRow>& rows) {
     a.push_back({{"hardware", r.hardware},
                  {"option", r.option},
                  {"fits", r.fits},
+                 {"predicted", r.predicted},
                  {"problem", r.problem},
                  {"bytes", bytes},
                  {"step_ms", r.step_s * 1e3},

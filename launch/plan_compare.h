@@ -22,7 +22,8 @@ struct Prices {
 struct CompareRow {
   std::string hardware, option;
   bool fits = false;
-  std::string problem;  // when it does not fit: the first tier over budget
+  bool predicted = false;  // fits, and the hardware's rates predict its step (else `problem` says why not)
+  std::string problem;     // when it does not fit: the first tier over budget; or why there is no prediction
   PerTier<std::size_t> bytes;
   double step_s = 0, tokens_per_s = 0, mfu = 0;
   double hours_per_mtok = 0, cost_per_mtok = 0, run_hours = 0, run_cost = 0;

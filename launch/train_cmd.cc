@@ -28,13 +28,27 @@ namespace tz {
 namespace {
 
 // Set by SIGTERM (Slurm's preemption signal), SIGINT or SIGHUP (a closed terminal); read by the
-// training loop at each step's end (train/stop_signals.h).
+// training loop at each step's end (train/stop_signals.h). The handler only records: however many
+// signals come, the run stops once, cleanly.
 StopSignals g_stop;
 
-extern "C" void on_stop_signal(int sig) {
-  if (!record_stop_signal(g_stop, sig)) return;
-  ::signal(sig, SIG_DFL);  // a second signal outside a save: the default action, once this handler returns
-  ::raise(sig);
+extern "C" void on_stop_signal(int sig) { record_stop_signal(g_stop, sig); }
+
+// The one line a stopped run ends with (rank 0) and its status: 0 only when one signal stopped a run
+// whose last step's checkpoint is saved (a requeued job continues from it), else 128 + the signal.
+int report_stop(const TrainResult& r, bool print) {
+  const int status = r.stop_signals == 1 && !r.checkpoint.empty() ? 0 : 128 + r.stop_signal;
+  if (!print) return status;
+  std::string left;
+  for (const std::string& what : r.left_out) left += (left.empty() ? "" : ", ") + what;
+  std::printf("stopped by SIG%s after step %d (%d signal%s on rank %d): %s%s: exit %d\n",
+              sigabbrev_np(r.stop_signal) ? sigabbrev_np(r.stop_signal) : "?", r.stopped_after, r.stop_signals,
+              r.stop_signals == 1 ? "" : "s", r.stop_rank,
+              r.checkpoint.empty() ? "no checkpoint: the run has no --save-dir (give one to continue a stopped run)"
+                                   : ("checkpoint " + r.checkpoint + " saved (continue with --resume latest)").c_str(),
+              left.empty() ? "" : ("; a second signal left out " + left).c_str(), status);
+  std::fflush(stdout);
+  return status;
 }
 
 void install_stop_handlers() {
@@ -103,17 +117,8 @@ int train_command(const std::vector<std::string>& args) {
   install_stop_handlers();
   try {
     const TrainResult r = train(f.o, *comm, nullptr, {}, &g_stop);
-    // Stopped by a signal after a clean finish of a step: the conventional 128 + signal status, the
-    // same on every rank (the highest signal any rank received).
-    // With --save-dir the stop saved a checkpoint, and the job ends with 0 so that a requeued job (Slurm
-    // --requeue) resumes from it with --resume latest.
-    if (r.stopped_after > 0 && !r.checkpoint.empty()) {
-      if (comm->rank() == 0)
-        std::printf("stopped after step %d with checkpoint %s saved: exit 0 (continue with --resume latest)\n",
-                    r.stopped_after, r.checkpoint.c_str());
-      return 0;
-    }
-    if (r.stopped_after > 0) return 128 + (r.stop_signal > 0 ? r.stop_signal : SIGTERM);
+    // Stopped by a signal: the same status on every rank (the highest first signal any rank received).
+    if (r.stop_signal > 0) return report_stop(r, comm->rank() == 0);
   } catch (const std::exception& e) {
     // Stop every rank now: the others may be waiting in a collective for this one.
     std::fprintf(stderr, "tierzero train failed: %s\n", e.what());

@@ -26,7 +26,8 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
   desc.add_options()("help,h", "print this help")(
       "data", po::value(&f.o.data)->default_value(f.o.data),
       "training tokens: an llm.c token file (uint16, magic 20240520; or uint32, magic 20240801 version "
-      "7) or a raw uint16 file; 'default' is the built-in byte-level corpus (the license texts in "
+      "7) or a raw uint16 file (read as raw only when its first bytes match no known format: "
+      "docs/data.md#the-header-rule); 'default' is the built-in byte-level corpus (the license texts in "
       "/usr/share/common-licenses, first 90%; docs/data.md)")(
       "val-data", po::value(&f.o.val_data)->default_value(""),
       "validation tokens; left out, the corpus' last 10% with --data default, else no validation. A "
@@ -397,7 +398,10 @@ void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   f.o.offload.mem[Tier::host] = bytes_flag("host-mem", f.host_mem);
   f.o.offload.host_ratio_master = f.o.offload.host_ratio_m = f.o.offload.host_ratio_v = f.ratio;
   f.o.offload.mem[Tier::nvme] = bytes_flag("nvme-mem", f.nvme_mem);
-  for (const auto& [node, bytes] : parse_numa_mem(f.numa_mem)) f.o.offload.mem[numa_tier(node)] = bytes;
+  for (const auto& [node, bytes] : parse_numa_mem(f.numa_mem)) {
+    f.o.offload.mem[numa_tier(node)] = bytes;
+    f.o.offload.numa_budget_nodes.push_back(node);
+  }
   f.o.config = f.config;
   // The file fills what the command line left at its defaults.
   if (!f.config.empty())

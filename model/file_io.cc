@@ -73,9 +73,9 @@ void InputFile::read_at(void* dst, std::size_t bytes, std::uint64_t offset) cons
   }
 }
 
-AtomicOutputFile::AtomicOutputFile(std::string path, std::string what)
-    : path_(std::move(path)), tmp_(path_ + ".tmp.XXXXXX"), what_(std::move(what)) {
-  check_output_target(path_, what_);  // before anything is created next to it
+AtomicOutputFile::AtomicOutputFile(std::string path, std::string what, OutputWriter writer)
+    : path_(std::move(path)), tmp_(path_ + ".tmp.XXXXXX"), what_(std::move(what)), writer_(writer) {
+  check_output_target(path_, what_, OutputKind::file, writer_);  // before anything is created next to it
   // A unique name, created exclusively (mkostemp: O_CREAT | O_EXCL, mode 0600): never an existing file
   // and never through a symlink someone planted at a predictable name.
   fd_ = ::mkostemp(tmp_.data(), O_CLOEXEC);
@@ -117,7 +117,7 @@ void AtomicOutputFile::commit() {
   TZ_SYS_CHECK(::fsync(fd_), "flushing ", what_, " '", tmp_, "' to disk");
   int fd = std::exchange(fd_, -1);
   TZ_SYS_CHECK(::close(fd), "closing ", what_, " '", tmp_, "'");
-  check_output_target(path_, what_);  // again: the target may have changed while this file was written
+  check_output_target(path_, what_, OutputKind::file, writer_);  // again: the target may have changed meanwhile
   TZ_SYS_CHECK(::rename(tmp_.c_str(), path_.c_str()), "renaming ", what_, " '", tmp_, "' to '", path_, "'");
   committed_ = true;
   // The rename is durable only once the folder's entry is on disk too.

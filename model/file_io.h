@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "model/protected_inputs.h"
+
 namespace tz {
 
 // A read-only file. `what` ("safetensors file", "token file") names it in error messages.
@@ -42,11 +44,11 @@ void sync_folder(const std::string& dir);
 // created exclusively); commit() flushes it to disk, renames it to `path` and flushes the folder.
 // Destroyed without commit (an exception on the way), it removes the temporary file and leaves `path`
 // untouched. Before creating anything, and again just before the rename, it refuses a `path` that is,
-// or is inside, a protected input, or that holds a folder, device, FIFO or socket
-// (model/protected_inputs.h).
+// or is inside, a protected input or (unless `writer` is the checkpoint writer) a checkpoint tree, or
+// that holds a folder, device, FIFO, socket or mount point (model/protected_inputs.h).
 class AtomicOutputFile {
  public:
-  AtomicOutputFile(std::string path, std::string what);
+  AtomicOutputFile(std::string path, std::string what, OutputWriter writer = OutputWriter::any);
   ~AtomicOutputFile();
   AtomicOutputFile(const AtomicOutputFile&) = delete;
   AtomicOutputFile& operator=(const AtomicOutputFile&) = delete;
@@ -56,6 +58,7 @@ class AtomicOutputFile {
 
  private:
   std::string path_, tmp_, what_;
+  OutputWriter writer_;
   int fd_ = -1;
   bool committed_ = false;
 };

@@ -108,6 +108,13 @@ HfWeightFiles hf_weight_files(const std::string& dir) {
     w.index[tensor] = it->second;
   }
   TZ_CHECK(!w.files.empty(), index, " names no tensors");
+  // transformers takes model.safetensors when it is there: a folder that also has an index of other files
+  // holds two models, and which one is meant cannot be known.
+  const bool only_single = w.files.size() == 1 && fs::path(w.files[0]).filename() == "model.safetensors";
+  TZ_CHECK(!fs::exists(single, ec) || only_single, "the model folder ", dir, " holds both ", single, " and ", index,
+           ", which names ", w.files.size(), " file", w.files.size() == 1 ? "" : "s",
+           ": transformers would load the single file, the index says the shards; remove the one that is not the "
+           "model");
   return w;
 }
 

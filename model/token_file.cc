@@ -3,10 +3,13 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstring>
 #include <limits>
 
 #include "core/error.h"
+#include "model/checkpoint_tree.h"
 #include "model/file_io.h"
+#include "model/file_signature.h"
 
 namespace tz {
 namespace {
@@ -30,6 +33,32 @@ void read_u16_widened(const InputFile& f, std::uint64_t offset, std::uint32_t* o
   }
 }
 
+// llm.c's header shape under a magic it does not have: the count at header[2] agrees with the size for
+// 2- or 4-byte tokens and header[3..255] are all zero.
+bool llmc_shaped(const std::string& head, std::uint64_t size) {
+  if (head.size() < kHeaderBytes) return false;
+  std::vector<std::int32_t> h(kTokenFileHeaderInts);
+  std::memcpy(h.data(), head.data(), kHeaderBytes);
+  const bool zeros = std::all_of(h.begin() + 3, h.end(), [](std::int32_t x) { return x == 0; });
+  const std::uint64_t n = std::uint64_t(std::max(h[2], 0)), body = size - kHeaderBytes;
+  return zeros && h[2] >= 0 && (body == 2 * n || body == 4 * n);
+}
+
+// The header rule (docs/data.md#token-files), for a file whose first int32 is neither token magic: what
+// the file could be instead, or "" when its first bytes match no known format (only then is it raw
+// uint16 tokens).
+std::string other_format(const std::string& path, const InputFile& f, std::int32_t first) {
+  std::string head(std::size_t(std::min<std::uint64_t>(f.size(), kHeaderBytes)), '\0');
+  f.read_at(head.data(), head.size(), 0);
+  if (first >= kLlmcMagicLow && first <= kLlmcMagicHigh) return describe_llmc_magic(first);
+  if (llmc_shaped(head, f.size()))
+    return "an llm.c token-file header with magic " + std::to_string(first) +
+           ", which tierzero does not know (its count agrees with the size and header[3..255] all zero)";
+  if (std::string s = signature_format(head, f.size()); !s.empty()) return s;
+  if (is_checkpoint_data_file(path)) return "a tierzero checkpoint data file (rank-NNNNN.bin beside a manifest.json)";
+  return "";
+}
+
 }  // namespace
 
 std::vector<std::uint32_t> read_token_file(const std::string& path) {
@@ -39,6 +68,13 @@ std::vector<std::uint32_t> read_token_file(const std::string& path) {
   if (size >= 4) f.read_at(&first, 4, 0);
 
   if (first != kTokenFileMagic && first != kTokenFileMagic32) {
+    const std::string other = other_format(path, f, first);
+    TZ_CHECK(other.empty(), "token file '", path, "' looks like ", other,
+             ", not a token file: it is not read as raw uint16 tokens, which tierzero takes only when its first bytes "
+             "match no known "
+             "format (docs/data.md#the-header-rule); give an llm.c token file (magic ", kTokenFileMagic, " version ",
+             kTokenFileVersion, ", or ", kTokenFileMagic32, " version ", kTokenFileVersion32,
+             ") or a raw uint16 file, e.g. from `tierzero data prepare` or llm.c's scripts");
     // nanoGPT's train.bin: a bare array of uint16.
     TZ_CHECK(size % 2 == 0, "token file '", path, "' has no llm.c header (magic ", kTokenFileMagic, " or ",
              kTokenFileMagic32, ") so it is read as raw uint16 tokens, but its length ", size,

@@ -1,6 +1,7 @@
 // Token files: llm.c's two formats (256 int32 header: magic 20240520 version 1 with uint16 GPT-2 tokens,
 // or magic 20240801 version 7 with uint32 Llama 3 tokens; count at header[2]) and nanoGPT's raw uint16
-// arrays (no header), told apart by the first int32.
+// arrays (no header), told apart by their first bytes; a file whose first bytes belong to another known
+// format, or are a near miss of llm.c's, is refused (model/file_signature.h, docs/data.md#the-header-rule).
 #pragma once
 
 #include <cstdint>
@@ -20,9 +21,10 @@ inline constexpr std::int32_t kTokenFileVersion32 = 7;
 // Reads any of the three formats into 32-bit tokens. uint16 files are widened on read, so they take
 // twice their size in memory (a 10 GB uint16 file needs 20 GB): simpler than a width-dispatching
 // accessor on the loader's per-token path, and tokens are small next to a model's state. A file whose
-// first int32 is neither magic is raw uint16 (so an empty file reads as no tokens). Throws naming the
+// first bytes match no known format is raw uint16 (so an empty file reads as no tokens). Throws naming the
 // file when it is missing, has the wrong version for its magic, is shorter than the header, its count
-// disagrees with its size, or a raw file has an odd number of bytes.
+// disagrees with its size, a raw file has an odd number of bytes, or its first bytes are another format's
+// or a near miss of llm.c's (naming what it could be).
 std::vector<std::uint32_t> read_token_file(const std::string& path);
 
 enum class TokenWidth {

@@ -9,6 +9,7 @@
 #include "model/hf_folder.h"
 #include "model/hf_folder_writer.h"
 #include "model/model_family.h"
+#include "model/output_set.h"
 #include "model/param_layout.h"
 #include "model/protected_inputs.h"
 #include "model/safetensors_writer.h"
@@ -84,7 +85,7 @@ std::string export_checkpoint(const std::string& path, const std::string& out, D
   // The export may not write into the checkpoint it reads, nor replace a device or FIFO: refused before
   // any reading, and again by the writer before its rename.
   const ProtectedInput input(checkpoint_folder(path), "the checkpoint being exported");
-  check_output_target(out, "--to");
+  check_planned_outputs({{"--to", out, PlannedKind::file}});
   const VerifiedCheckpoint ck(path);
   std::vector<SafetensorsWriteTensor> tensors;
   const SafetensorsDType sd = to_safetensors_dtype(dtype);
@@ -100,6 +101,7 @@ std::string export_checkpoint_hf(const std::string& path, const std::string& out
                                  std::uint64_t shard_bytes, const std::string& copy_from) {
   const ProtectedInput input(checkpoint_folder(path), "the checkpoint being exported");
   const ProtectedInput source(copy_from, "--copy-from");
+  check_planned_outputs({{"--to", out, PlannedKind::folder}});
   check_hf_output_folder(out, "--to");
   const VerifiedCheckpoint ck(path);
   const ModelConfig& model = ck.reader.manifest().model;

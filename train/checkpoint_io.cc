@@ -64,7 +64,7 @@ void CheckpointReader::verify_file(std::size_t i) const {
 }
 
 CheckpointFileWriter::CheckpointFileWriter(const std::string& dir, std::string name)
-    : out_(dir + "/" + name, "checkpoint data file"), hash_(XXH3_createState()) {
+    : out_(dir + "/" + name, "checkpoint data file", OutputWriter::checkpoint), hash_(XXH3_createState()) {
   TZ_CHECK(hash_, "out of memory for a checksum state");
   XXH3_64bits_reset(static_cast<XXH3_state_t*>(hash_));
   entry_.name = std::move(name);

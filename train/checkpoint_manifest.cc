@@ -11,6 +11,7 @@
 #include "model/param_layout.h"
 #include "train/checkpoint_validate.h"
 #include "model/json_bounded.h"
+#include "model/json_keys.h"
 
 namespace tz {
 namespace {
@@ -106,22 +107,33 @@ void model_matches_groups(const CheckpointManifest& m, const std::string& src) {
              layout.groups[g].name, " of ", layout.groups[g].count, kDamaged);
 }
 
+// Every key manifest_to_json writes (and checkpoints of earlier versions hold a subset of them).
+const JsonKeySchema& manifest_keys() {
+  static const JsonKeySchema keys = {
+      {"",
+       {"format", "version", "step", "run_id", "optimizer_steps", "computing", "loss_scaler", "data", "model", "dtype",
+        "writer", "schedule", "groups", "files"}},
+      {"loss_scaler", {"scale", "hysteresis_left", "clean_steps", "overflows_at_min"}},
+      {"data", {"epoch", "batch", "global_batch_tokens", "identity", "seed", "shuffle"}},
+      {"model",
+       {"family", "n_layer", "n_head", "n_embd", "vocab_size", "padded_vocab_size", "max_seq_len", "n_kv_head",
+        "head_dim", "ffn_dim", "norm_eps", "rope_theta", "rope_factor", "rope_low_freq_factor", "rope_high_freq_factor",
+        "rope_original_max_seq_len", "tied_head", "qkv_bias", "o_bias", "mlp_bias", "sliding_window"}},
+      {"writer", {"world", "stage", "offload_optimizer", "offload_param"}},
+      {"schedule", {"lr", "min_lr", "warmup", "schedule", "steps"}},
+      {"groups[]", {"name", "count", "dtype", "tensors"}},
+      {"groups[].tensors[]", {"name", "shape", "offset"}},
+      {"files[]", {"name", "bytes", "xxh3", "sections"}},
+      {"files[].sections[]", {"group", "begin", "count", "offset"}}};
+  return keys;
+}
+
 }  // namespace
 
 std::string hex64(std::uint64_t v) {
   char b[17];
   std::snprintf(b, sizeof b, "%016llx", static_cast<unsigned long long>(v));
   return b;
-}
-
-std::string checkpoint_name(int step) {
-  char b[32];
-  std::snprintf(b, sizeof b, "step-%08d", step);
-  return b;
-}
-
-bool is_checkpoint_name(const std::string& s) {
-  return s.size() == 13 && s.rfind("step-", 0) == 0 && s.find_first_not_of("0123456789", 5) == std::string::npos;
 }
 
 json manifest_to_json(const CheckpointManifest& m) {
@@ -288,6 +300,9 @@ CheckpointManifest read_manifest(const std::string& dir) {
   const std::string path = dir + "/manifest.json";
   const std::string text = read_small_file(path, "checkpoint manifest", kMaxManifestBytes,
                                            "no tierzero checkpoint has one that large: resume from another checkpoint");
+  // Every key known before any is parsed: one pass, memory bounded by the nesting (model/json_keys.h).
+  check_json_keys(text, path, manifest_keys(), "a tierzero checkpoint manifest",
+                  "the checkpoint is damaged: resume from another checkpoint");
   json j;
   try {
     j = parse_json_bounded(text, "the checkpoint manifest '" + path + "'",

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "model/checkpoint_tree.h"  // checkpoint_name, is_checkpoint_name
 #include "model/model_config.h"
 #include "zero/engine.h"
 
@@ -73,9 +74,5 @@ CheckpointManifest manifest_from_json(const nlohmann::json& j, const std::string
 CheckpointManifest read_manifest(const std::string& dir);
 
 std::string hex64(std::uint64_t v);
-
-// A checkpoint folder's name, "step-" and the step in 8 digits, and whether a name is one.
-std::string checkpoint_name(int step);
-bool is_checkpoint_name(const std::string& name);
 
 }  // namespace tz

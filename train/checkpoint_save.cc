@@ -155,7 +155,7 @@ std::string save_checkpoint(const TrainOptions& opt, Engine& engine, Communicato
       for (const auto& s : all) files.push_back(file_from_json(s));
       const CheckpointManifest m = make_manifest(opt, engine, comm.size(), p, std::move(files));
       const std::string text = manifest_to_json(m).dump(1);
-      AtomicOutputFile out(tmp + "/manifest.json", "checkpoint manifest");
+      AtomicOutputFile out(tmp + "/manifest.json", "checkpoint manifest", OutputWriter::checkpoint);
       out.write(text.data(), text.size());
       out.commit();
       if (phase) phase("manifest written");
@@ -177,7 +177,7 @@ std::string save_checkpoint(const TrainOptions& opt, Engine& engine, Communicato
       sync_folder(dir);
       if (phase) phase("renamed");
       const std::string pointer = name + "\n";
-      AtomicOutputFile latest(dir + "/latest", "checkpoint pointer");
+      AtomicOutputFile latest(dir + "/latest", "checkpoint pointer", OutputWriter::checkpoint);
       latest.write(pointer.data(), pointer.size());
       latest.commit();
       prune(dir, opt.keep_last, name, p.run_id);

@@ -12,10 +12,9 @@
 #include <vector>
 
 #include "comm/communicator.h"
+#include "model/checkpoint_tree.h"  // kSaveDirLock
 
 namespace tz {
-
-inline constexpr const char* kSaveDirLock = ".tierzero.lock";
 
 class SaveDirLease {
  public:

@@ -1,8 +1,9 @@
-// How launch/'s signal handlers talk to a training run. The first SIGTERM, SIGINT or SIGHUP asks every
-// rank to stop cleanly after the current step (save, validate, export, exit). While a checkpoint is
-// being saved, a second one lets the save finish and then stops the run at once, without validation or
-// export: no temporary folder or NVMe store is left. At any other time a second one ends the process
-// at once (the signal's default action).
+// How launch/'s signal handlers talk to a training run. A SIGTERM, SIGINT or SIGHUP is only recorded
+// here (async-signal-safe); the handler never ends the process. The run reads the record: the first
+// signal on any rank makes every rank stop cleanly after the current step (save, validate, export); any
+// further signal on a rank, at any spacing, makes that stop leave out what it has not begun of
+// validation and the exports. Either way the last step's checkpoint is saved (with --save-dir), no
+// temporary file or NVMe store is left, and launch/ prints one line saying what was done.
 #pragma once
 
 #include <atomic>
@@ -10,16 +11,16 @@
 namespace tz {
 
 struct StopSignals {
-  std::atomic<int> first{0};        // the first signal's number (0: none yet)
-  std::atomic<int> count{0};        // signals received
-  std::atomic<bool> saving{false};  // a checkpoint save is in progress on this rank
+  std::atomic<int> first{0};  // the first signal's number (0: none yet)
+  std::atomic<int> count{0};  // signals received
 };
+static_assert(std::atomic<int>::is_always_lock_free, "the signal handler may only touch lock-free atomics");
 
-// The handler's decision (async-signal-safe): records `sig`; true when the process must end now.
-inline bool record_stop_signal(StopSignals& s, int sig) noexcept {
+// The handler's whole work: records `sig`.
+inline void record_stop_signal(StopSignals& s, int sig) noexcept {
   int none = 0;
   s.first.compare_exchange_strong(none, sig);
-  return s.count.fetch_add(1) + 1 >= 2 && !s.saving.load();
+  s.count.fetch_add(1);
 }
 
 }  // namespace tz

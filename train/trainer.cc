@@ -23,6 +23,7 @@
 #include "train/resident_memory.h"
 #include "train/run_setup.h"
 #include "train/save_dir.h"
+#include "train/setting_checks.h"
 #include "train/stop_signals.h"
 #include "train/train_loop.h"
 #include "zero/numa_tier.h"
@@ -96,6 +97,25 @@ int resume_at(const TrainOptions& opt, Communicator& comm, const CheckpointReade
   return m.step;
 }
 
+
+// The job's signals so far, the same on every rank (collective): the highest first signal any rank
+// received, and the most signals any one rank received, with that rank.
+struct JobSignals {
+  int signal = 0, most = 0, rank = -1;
+};
+JobSignals job_signals(Communicator& comm, const StopSignals* stop) {
+  // One all-reduce (max) of the first signal and count x N + (N - 1 - rank): the most signals, on the lowest
+  // rank that had them.
+  const double n = comm.size();
+  double v[2] = {stop ? double(stop->first.load()) : 0.0,
+                 (stop ? double(stop->count.load()) : 0.0) * n + (n - 1 - comm.rank())};
+  if (comm.size() > 1) comm.all_reduce(v, 2, DType::f64, ReduceOp::max)->wait();
+  JobSignals j;
+  j.signal = int(v[0]);
+  j.most = int(v[1] / n);
+  j.rank = j.most > 0 ? int(n - 1 - (v[1] - j.most * n)) : -1;
+  return j;
+}
 
 // `checkpoint`: the final step's checkpoint (committed before this is written), or "" without --save-dir.
 void export_model(const TrainOptions& opt, Communicator& comm, Run& run, const LogFn& log, int last,
@@ -175,6 +195,12 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
                   StopSignals* stop) {
   check_options(opt, comm.size());
   check_ranks_agree(opt, comm);  // before anything depends on the settings being equal
+  on_every_rank(comm, "check that its settings name things this machine has", [&] {
+    std::string missing;
+    for (const std::string& m : missing_on_this_machine(opt)) missing += (missing.empty() ? "" : "; ") + m;
+    TZ_CHECK(missing.empty(), missing, ": give settings that name what this machine has (`tierzero plan` plans a run "
+             "for another machine)");
+  });
   const std::size_t resident_at_start = reset_resident_peak() ? resident_status_bytes("VmRSS") : 0;
   const LogFn log =
       log_fn ? log_fn
@@ -183,13 +209,18 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
            "give one (--init-from starts a new run from a safetensors file, --resume continues a checkpointed one)");
   // What the run reads stays protected from what it writes until it returns (model/protected_inputs.h).
   std::vector<ProtectedInput> inputs = protect_inputs(opt);
+  // Every output, before anything is created (the save-dir and its lock included); again below, once the
+  // checkpoint being resumed is known and protected.
+  on_every_rank(comm, "check the run's outputs", [&] {
+    if (comm.rank() == 0) check_outputs(opt);  // rank 0 writes them
+  });
   std::unique_ptr<SaveDirLease> lease;  // the save-dir is this run's until it returns
   if (!opt.save_dir.empty()) lease = std::make_unique<SaveDirLease>(opt.save_dir, comm, opt.job_id);
   const std::string resume_dir = resume_checkpoint(opt, comm, log);
   inputs.emplace_back(resume_dir, "the checkpoint being resumed");
   if (!opt.save_dir.empty()) inputs.emplace_back(opt.save_dir + "/latest", "the checkpoint pointer", "checkpoint pointer");
-  on_every_rank(comm, "check the run's outputs", [&] {
-    if (comm.rank() == 0) check_outputs(opt);  // rank 0 writes them
+  on_every_rank(comm, "check the run's outputs against the checkpoint it resumes", [&] {
+    if (comm.rank() == 0) check_outputs(opt);
   });
   std::unique_ptr<CheckpointReader> ckpt;
   if (!resume_dir.empty()) ckpt = open_resume(resume_dir, opt, comm, log);
@@ -217,17 +248,12 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
   ckpt.reset();
   Loop loop(opt, comm, log, hooks, run, stop, start);
   int last = start, saved = start;
-  // Saves after step `last`; returns whether any rank received a second signal during the save (then
-  // every rank stops at once: the checkpoint is complete, nothing else is done).
+  // Whether any rank has had a second signal (collective, on every rank alike): from then on the run
+  // does nothing but finish its step and save it.
+  bool now = false;
+  auto insisted = [&] { return now = now || job_signals(comm, stop).most >= 2; };
   auto save = [&] {
     const auto t0 = Clock::now();
-    if (stop) stop->saving = true;
-    struct Saved {
-      StopSignals* s;
-      ~Saved() {
-        if (s) s->saving = false;
-      }
-    } saving{stop};
     result.checkpoint = save_checkpoint(opt, *run.engine, comm,
                                         {last, run.train_loader->epoch(), run.train_loader->batch_index(), run_id},
                                         hooks.checkpoint_phase);
@@ -235,41 +261,31 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
     char b[64];
     std::snprintf(b, sizeof b, " (%.0f ms)", ms_since(t0));
     if (comm.rank() == 0) log("saved checkpoint " + result.checkpoint + b);
-    bool again = false;
-    for (const std::string& c : all_gather_strings(comm, stop && stop->count.load() >= 2 ? "1" : "0"))
-      again = again || c == "1";
-    return again;
   };
-  bool now = false;
   for (int s = start + 1; s <= opt.steps && !loop.stop_requested() && !now; ++s) {
     loop.step(s, result);
     last = s;
-    if (!opt.save_dir.empty() && opt.save_every > 0 && s % opt.save_every == 0 && !loop.stop_requested())
-      now = save();
+    if (!opt.save_dir.empty() && opt.save_every > 0 && s % opt.save_every == 0 && !loop.stop_requested()) {
+      save();
+      insisted();  // a second signal during the save: stop after it
+    }
     if (opt.val_every > 0 && s % opt.val_every == 0 && s != opt.steps && !loop.stop_requested() && !now)
       loop.validate(s, result);
   }
   check_fp16_outcome(opt, result, start, last, loop.stop_requested() || now);
   // The last step is always saved (a finished run, or one a signal stopped) before validation and export.
-  if (!now && !opt.save_dir.empty() && last > saved) now = save();
-  if (loop.stop_requested() || now) {
-    // Every rank reports the same signal (the highest any rank received), so the job's status does not
-    // depend on which rank exits first.
-    result.stopped_after = last;
-    run.readback.data()[kStopSlot] = stop ? double(stop->first.load()) : 0.0;
-    run.dev->backend().copy_async(*run.stream, run.losses.data() + kStopSlot, run.readback.data() + kStopSlot,
-                                  sizeof(double));
-    run.reduce_scalars(kStopSlot, 1, ReduceOp::max);
-    result.stop_signal = int(run.readback.data()[kStopSlot]);
-    if (comm.rank() == 0 && now)
-      log("a second signal came while checkpoint " + result.checkpoint + " was saved: it is complete; stopping " +
-          "after step " + std::to_string(last) + " without validation or export");
-    if (now) return result;
-    if (comm.rank() == 0)
-      log("stopped by a signal after step " + std::to_string(last) + " of " + std::to_string(opt.steps) +
-          " on every rank: validating, saving and cleaning up");
-  }
-  loop.validate(last, result);
+  if (!opt.save_dir.empty() && last > saved) save();
+  if (loop.stop_requested() && !insisted() && comm.rank() == 0)
+    log("stopped by a signal after step " + std::to_string(last) + " of " + std::to_string(opt.steps) +
+        " on every rank: validating, saving and cleaning up");
+  // Each phase after the checkpoint begins only while no rank has had a second signal.
+  auto unless_insisted = [&](const std::string& what, const std::function<void()>& phase) {
+    if (insisted())
+      result.left_out.push_back(what);
+    else
+      phase();
+  };
+  unless_insisted("validation", [&] { loop.validate(last, result); });
   for (Tier t : tiers()) {
     result.plan_bytes[t] = run.plan.total(t);
     result.peak_bytes[t] =
@@ -292,8 +308,18 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
       cmp.append(" | rank 0's resident set (VmHWM) grew ").append(format_bytes(result.resident_growth_bytes));
     log(cmp);
   }
-  if (!opt.save_safetensors.empty()) export_model(opt, comm, run, log, last, result.checkpoint);
-  if (!opt.save_hf.empty()) export_hf(opt, comm, run, log, last, result.checkpoint);
+  if (!opt.save_safetensors.empty())
+    unless_insisted("--save-safetensors", [&] { export_model(opt, comm, run, log, last, result.checkpoint); });
+  if (!opt.save_hf.empty()) unless_insisted("--save-hf", [&] { export_hf(opt, comm, run, log, last, result.checkpoint); });
+  // Every rank reports the same signals (the highest first signal any rank received), so the job's status
+  // does not depend on which rank exits first; a signal after the last step is reported too.
+  const JobSignals signals = job_signals(comm, stop);
+  if (signals.signal > 0) {
+    result.stopped_after = last;
+    result.stop_signal = signals.signal;
+    result.stop_signals = signals.most;
+    result.stop_rank = signals.rank;
+  }
   return result;
 }
 

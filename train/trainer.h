@@ -31,8 +31,13 @@ struct TrainResult {
   // kernel's count, independent of the plan (0 where /proc cannot be read).
   std::size_t resident_growth_bytes = 0;
   std::vector<nlohmann::json> metrics;  // the per-step records written to --metrics
-  int stopped_after = 0;  // > 0: a stop signal ended the run after this step (0: it ran every step)
-  int stop_signal = 0;    // the highest signal number any rank received (the same on every rank)
+  // A stop signal (the same on every rank): the run stopped after step stopped_after (or, when the
+  // signal came after the last step, finished); stop_signal is the highest first signal any rank
+  // received, stop_signals the most any one rank received (stop_rank). 0: no signal.
+  int stopped_after = 0;
+  int stop_signal = 0;
+  int stop_signals = 0, stop_rank = -1;
+  std::vector<std::string> left_out;  // what a second signal left out ("validation", "--save-safetensors", ...)
   std::string checkpoint;  // the last checkpoint this run saved ("" when none)
 };
 
@@ -43,9 +48,10 @@ PlanInputs plan_inputs(const TrainOptions& opt, int world, int rank);
 
 // Runs a whole training job; every rank of `comm` calls it. Progress lines go to `log` on rank 0
 // (stdout by default). `stop` (launch/'s SIGTERM, SIGINT and SIGHUP handler sets it; train/stop_signals.h):
-// a first signal on any rank makes every rank finish the current step, save, validate, write
-// --save-safetensors and return with stopped_after set; a second during a save makes every rank return
-// once it is complete. NVMe stores are removed on the way out as after any run.
+// a first signal on any rank makes every rank finish the current step, save, validate, write the exports
+// and return with stopped_after set; once any rank has had a second signal (at any time), every rank
+// leaves out the validation and exports not yet begun (listed in left_out) after the checkpoint of the
+// last step. NVMe stores are removed on the way out as after any run.
 TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log = nullptr,
                   const TrainHooks& hooks = {}, StopSignals* stop = nullptr);
 

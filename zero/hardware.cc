@@ -41,8 +41,8 @@ Hardware gpu_node(std::string name, std::size_t mem, double bf16_peak, double fp
 
 double Hardware::step_rate(DType dt) const {
   const double r = step_tflops[dtype_index(dt)];
-  TZ_CHECK(r > 0, "hardware '", name, "' has no ", dtype_name(dt), " rate (", dtype_name(dt),
-           " is not supported there); choose another --dtype");
+  TZ_CHECK(r > 0, "hardware '", name, "' has no ", dtype_name(dt), " rate (step_tflops.", dtype_name(dt), " is 0: ",
+           dtype_name(dt), " is not supported there); choose another --dtype, or give the rate in the hardware file");
   return r;
 }
 
@@ -168,8 +168,9 @@ const NumaRates* Hardware::numa_rates(int node) const {
 Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
   Hardware h;
   // Each number in its own unit, bounded before it is converted: sizes to 2^56 bytes (64 PiB), rates to
-  // 1e9 GB/s or TFLOP/s, the latency to 1e9 us, ranks per node to 2^20 (a whole number).
-  constexpr double kMaxBytes = 72057594037927936.0, kMaxRate = 1e9;
+  // 1e9 GB/s or TFLOP/s and, when not 0 (not given), from 1e-3 (so no time the plan prints overflows), the
+  // latency to 1e9 us, ranks per node to 2^20 (a whole number).
+  constexpr double kMaxBytes = 72057594037927936.0, kMaxRate = 1e9, kMinRate = 1e-3;
   auto shown = [](double x) {
     char b[32];
     std::snprintf(b, sizeof b, x == std::floor(x) && std::fabs(x) < 1e18 ? "%.0f" : "%g", x);
@@ -180,6 +181,12 @@ Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
     const double v = j[key].get<double>();
     TZ_CHECK(std::isfinite(v) && v >= lo && v <= hi, src, ": hardware field '", key, "' must be a number in [", shown(lo),
              ", ", shown(hi), "], got ", v);
+    return v;
+  };
+  auto rate = [&](const char* key) {  // 0 (not given), or a rate the plan's times stay finite at
+    const double v = num(key, 0, kMaxRate);
+    TZ_CHECK(v == 0 || v >= kMinRate, src, ": hardware field '", key, "' is ", v, ": give 0 (not measured) or a rate of at "
+             "least ", kMinRate, " (GB/s or TFLOP/s)");
     return v;
   };
   TZ_CHECK(j.is_object(), src, ": a hardware description is a JSON object");
@@ -216,18 +223,20 @@ Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
              "' must be an object {\"fp32\": ..., \"bf16\": ..., \"fp16\": ...}");
     for (int i = 0; i < 3; ++i) {
       const nlohmann::json& v = j[field].value(dts[i], nlohmann::json(0.0));
-      TZ_CHECK(v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= 0 && v.get<double>() <= kMaxRate,
-               src, ": ", field, ".", dts[i], " must be a number in [0, ", shown(kMaxRate), "]");
+      TZ_CHECK(v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= 0 && v.get<double>() <= kMaxRate &&
+                   (v.get<double>() == 0 || v.get<double>() >= kMinRate),
+               src, ": hardware field '", field, ".", dts[i], "' must be 0 (not supported) or a number in [", kMinRate, ", ",
+               shown(kMaxRate), "]");
       (std::string(field) == "step_tflops" ? h.step_tflops : h.peak_tflops)[i] = v.get<double>();
     }
   }
-  h.device_gbs = num("device_gbs", 0, kMaxRate);
-  h.cpu_adam_gbs = num("cpu_adam_gbs", 0, kMaxRate);
-  h.link_gbs = num("link_gbs", 0, kMaxRate);
-  h.nvme_read_gbs = num("nvme_read_gbs", 0, kMaxRate);
-  h.nvme_write_gbs = num("nvme_write_gbs", 0, kMaxRate);
-  h.intra_gbs = num("intra_gbs", 0, kMaxRate);
-  h.inter_gbs = num("inter_gbs", 0, kMaxRate);
+  h.device_gbs = rate("device_gbs");
+  h.cpu_adam_gbs = rate("cpu_adam_gbs");
+  h.link_gbs = rate("link_gbs");
+  h.nvme_read_gbs = rate("nvme_read_gbs");
+  h.nvme_write_gbs = rate("nvme_write_gbs");
+  h.intra_gbs = rate("intra_gbs");
+  h.inter_gbs = rate("inter_gbs");
   h.latency_us = num("latency_us", 0, 1e9);
   if (j.contains("numa")) {  // since issue 20; optional
     TZ_CHECK(j["numa"].is_array(), src, ": hardware field 'numa' must be a list of {\"node\": N, \"read_gbs\": R, \"write_gbs\": W}");
@@ -247,8 +256,8 @@ Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
       r.node = int(node);
       r.read_gbs = field("read_gbs", kMaxRate);
       r.write_gbs = field("write_gbs", kMaxRate);
-      TZ_CHECK(r.read_gbs > 0 && r.write_gbs > 0, src, ": hardware field 'numa': node ", r.node,
-               " needs read_gbs and write_gbs above 0");
+      TZ_CHECK(r.read_gbs >= kMinRate && r.write_gbs >= kMinRate, src, ": hardware field 'numa': node ", r.node,
+               " needs read_gbs and write_gbs of at least ", kMinRate);
       TZ_CHECK(!h.numa_rates(r.node), src, ": hardware field 'numa' gives node ", r.node, " twice");
       h.numa.push_back(r);
     }

@@ -126,10 +126,21 @@ float learning_rate(const LrConfig& c, int step) {
 }
 
 void check_lr_config(const LrConfig& c, int steps, const std::string& what) {
-  if (c.schedule != LrSchedule::warmup_cosine) return;
+  if (c.schedule != LrSchedule::warmup_cosine && c.schedule != LrSchedule::warmup_decay) return;
   const int w = ds_warmup_steps(c);
   LrConfig run = c;
   run.total_steps = steps;
+  // DeepSpeed only warns: past its total, WarmupDecayLR trains at lr 0 and WarmupCosineLR runs its cosine
+  // backwards, so a run that goes there is refused.
+  const int total = ds_total_steps(run);
+  const char* name = c.schedule == LrSchedule::warmup_decay ? "WarmupDecayLR" : "WarmupCosineLR";
+  if (total < w && steps > total)
+    TZ_FAIL(what, ": ", name, "'s total_num_steps ", total, " is below its warmup_num_steps ", w,
+            " (the warm-up outlasts the schedule), so steps ", total + 1, " to ", steps, " of this run would train at ",
+            c.schedule == LrSchedule::warmup_decay ? "learning rate 0" : "a cosine run past its end",
+            " (DeepSpeed only warns); give a total_num_steps of at least the warm-up (\"auto\" takes --steps), or a "
+            "shorter warm-up");
+  if (c.schedule != LrSchedule::warmup_cosine) return;
   // The first step past warm-up runs with last_batch_iteration w, that is step w + 2.
   if (ds_total_steps(run) == w && steps >= w + 2)
     TZ_FAIL(what, ": WarmupCosineLR with total_num_steps ", ds_total_steps(run),

@@ -17,6 +17,7 @@ namespace {
 // grows with log2(n), as tree and hierarchical algorithms (NCCL's) keep it (a flat ring's would grow
 // with n).
 double collective_s(double bytes, int world, bool all_reduce, double bus_gbs, double latency_us) {
+  if (world <= 1) return 0;  // one rank moves nothing (and a bus of 0 GB/s must not make that 0/0)
   if (world <= 1) return 0;
   const double factor = (all_reduce ? 2.0 : 1.0) * double(world - 1) / world;
   return latency_us * 1e-6 * std::max(1.0, std::log2(double(world))) + factor * bytes / (bus_gbs * 1e9);
@@ -32,6 +33,26 @@ std::string gb(double bytes) {
   char b[32];
   std::snprintf(b, sizeof b, "%.3f GB", bytes / 1e9);
   return b;
+}
+
+// `bytes` moved at `rate` bytes per second (the hardware's `field`, scaled): 0 when nothing moves, and a
+// refusal naming the field when something must move at a rate of 0, which would make the term unbounded.
+double seconds_at(double bytes, double rate, const Hardware& hw, const char* field, const char* what) {
+  if (bytes <= 0) return 0;
+  TZ_CHECK(rate > 0, "hardware '", hw.name, "' gives ", field, " 0, but this plan moves ", gb(bytes), " of ", what,
+           " at that rate, so its time would be unbounded; give ", field, " in the hardware file (or calibrate with "
+           "`tierzero bench calibrate`), or choose a plan that does not use it");
+  return bytes / rate;
+}
+
+// Every figure the prediction prints is finite (the rates are bounded and each division is guarded above;
+// this says which term broke that, should a new one).
+void check_finite(const StepPrediction& p) {
+  for (const StepTerm& t : p.terms)
+    TZ_CHECK(std::isfinite(t.seconds) && std::isfinite(t.exposed), "the step-time model's '", t.what,
+             "' term is not a finite time on hardware '", p.hardware, "'; check the hardware file's rates");
+  TZ_CHECK(std::isfinite(p.step_s) && p.step_s > 0 && std::isfinite(p.tokens_per_s) && std::isfinite(p.mfu),
+           "the step-time prediction on hardware '", p.hardware, "' is not finite; check the hardware file's rates");
 }
 
 }  // namespace
@@ -51,7 +72,7 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
   const int rpn = std::min(W, hw.ranks_per_node);
   const double bus = p.nodes > 1 ? std::min(hw.intra_gbs, hw.inter_gbs) : hw.intra_gbs;
   TZ_CHECK(W == 1 || bus > 0, "hardware '", hw.name, "' has no collective bandwidth (",
-           p.nodes > 1 ? "inter_gbs" : "intra_gbs", "); calibrate under mpirun -np 2 or give it in the file");
+           hw.intra_gbs <= 0 ? "intra_gbs" : "inter_gbs", " is 0); calibrate under mpirun -np 2 or give it in the file");
   const double wbytes = double(dtype_size(in.dtype));
   // On a CPU the collectives, copies and the optimizer run on the cores that compute: nothing is hidden.
   const bool host_is_device = device_traits(hw.device).unified_memory;
@@ -145,7 +166,7 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
     return r;
   };
   auto host_adam_s = [&](const GroupPlacement& gp, double bytes, double opt) {
-    double t = bytes / adam_rate;
+    double t = seconds_at(bytes, adam_rate, hw, "cpu_adam_gbs", "CPU Adam states");
     if (const NumaRates* r = node_rates(gp.master_home))
       t = std::max({t, opt * 12 / (r->read_gbs * 1e9 / rpn), opt * 12 / (r->write_gbs * 1e9 / rpn)});
     return t;
@@ -167,12 +188,13 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
       down += (in_host_memory(gp.grad_home) && gp.grads_sharded ? accum * shard : opt) * 4;
       if (on_device(gp.params_home)) up += opt * wbytes;
     } else {
-      dev_adam += adam_bytes / (hw.device_gbs * 1e9 / share);
+      dev_adam += seconds_at(adam_bytes, hw.device_gbs * 1e9 / share, hw, "device_gbs", "AdamW states on the device");
     }
     if (in_file(gp.master_home)) nvme_opt_rw += opt * 12;
     if (in_host_memory(gp.params_home)) {
       const NumaRates* r = node_rates(gp.params_home);
-      fetch_micro += 2 * shard * wbytes / (r ? std::min(link, r->read_gbs * 1e9 / rpn) : link);
+      fetch_micro += seconds_at(2 * shard * wbytes, r ? std::min(link, r->read_gbs * 1e9 / rpn) : link, hw, "link_gbs",
+                                "parameter fetches from the host");
     }
     if (in_file(gp.params_home)) {
       nvme_fetch_micro += 2 * shard * wbytes / (hw.nvme_read_gbs * 1e9 / rpn);
@@ -181,8 +203,9 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
   }
   TZ_CHECK(nvme_opt_rw + nvme_fetch_micro == 0 || (hw.nvme_read_gbs > 0 && hw.nvme_write_gbs > 0), "hardware '",
            hw.name, "' has no NVMe rates; calibrate with --nvme-path DIR or give nvme_read_gbs and nvme_write_gbs");
-  StepTerm host{"host <-> device", (down + up) / link + fetch_micro * accum, 0, ""};
-  host.exposed = (down + up) / link + std::max(0.0, fetch_micro - (prefetch ? micro_compute : 0)) * accum;
+  const double host_link = seconds_at(down + up, link, hw, "link_gbs", "gradients and parameters between host and device");
+  StepTerm host{"host <-> device", host_link + fetch_micro * accum, 0, ""};
+  host.exposed = host_link + std::max(0.0, fetch_micro - (prefetch ? micro_compute : 0)) * accum;
   {
     char b[160];
     std::snprintf(b, sizeof b, "gradients down %s, parameters up %s, parameter fetches %s per micro-step at %.0f GB/s",
@@ -221,6 +244,7 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
   p.tokens_per_s = double(in.shape.B) * in.shape.T * accum * W / p.step_s;
   const double peak = hw.peak_tflops[in.dtype == DType::f32 ? 0 : in.dtype == DType::bf16 ? 1 : 2];
   p.mfu = peak > 0 ? flops * accum / p.step_s / (peak / share * 1e12) : 0;
+  check_finite(p);
   return p;
 }
 

@@ -57,6 +57,7 @@ struct OffloadOptions {
   std::vector<std::string> nvme_paths;
   // The budget of each tier but the device's (TrainOptions::device_mem), bytes: --host-mem, --nvme-mem.
   PerTier<std::size_t> mem = PerTier<std::size_t>(kUnlimited);
+  std::vector<int> numa_budget_nodes;  // the nodes --numa-mem gives budgets for (each must exist to train)
   // The host tier is always locked where RLIMIT_MEMLOCK allows; pin_memory makes a refused lock an
   // error unless allow_unpinned (DeepSpeed's pin_memory).
   bool pin_memory = false;

@@ -53,6 +53,11 @@ for x in s[1:-1]: x["offset"] -= 48'
   float_number) edit 'm["files"][0]["sections"][0]["count"] = 6.5'; cmd=("${inspect[@]}") ;;
   dotdot_name) edit 'm["files"][0]["name"] = "../step-00000001/rank-00000.bin"'; cmd=("${inspect[@]}") ;;
   same_file_twice) edit "$second_file; m[\"files\"][1][\"name\"] = \"rank-00000.bin\""; cmd=("${inspect[@]}") ;;
+  unknown_key) edit 'm["zz_extra"] = 1'; cmd=("${inspect[@]}") ;;
+  unknown_nested_key) edit 'm["files"][0]["sections"][2]["zz_extra"] = 1'; cmd=("${inspect[@]}") ;;
+  unknown_key_62mb) # a 62 MB manifest whose last key, holding all of it, is unknown: refused as fast as it is read
+    edit 'm["zz_extra"] = list(range(7000000))'; cmd=("${inspect[@]}") ;;
+  resume_unknown_key) edit 'm["model"]["zz_extra"] = 1'; cmd=("${resume[@]}") ;;
   manifest_65mib) python3 -c 'import sys; open(sys.argv[1], "a").write(" " * (65 << 20))' "$s2/manifest.json"
                   cmd=("${inspect[@]}") ;;
   latest_5kib) printf 'step-00000002\n%5120s' '' > "$c/latest"; cmd=("${resume[@]}") ;;

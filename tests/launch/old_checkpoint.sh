@@ -10,11 +10,12 @@ fixture=$2/tests/fixtures/checkpoint-cf20a6c
 d=$(mktemp -d "${TMPDIR:-/tmp}/old-checkpoint.XXXXXX")
 trap 'rm -rf "$d"' EXIT
 fail() { echo "old_checkpoint.sh: $*"; exit 1; }
-cp -r "$fixture/step-00000002" "$d/"
-"$tierzero" ckpt inspect "$d/step-00000002" || fail "inspect failed"
+mkdir "$d/ckpt"  # a checkpoint tree of its own: the metrics go beside it, never into it
+cp -r "$fixture/step-00000002" "$d/ckpt/"
+"$tierzero" ckpt inspect "$d/ckpt/step-00000002" || fail "inspect failed"
 flags=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['flags'])" "$fixture/expected.json")
 # shellcheck disable=SC2086
-"$tierzero" train $flags --steps 4 --resume "$d/step-00000002" --metrics "$d/m.jsonl" > "$d/train.log" 2>&1 ||
+"$tierzero" train $flags --steps 4 --resume "$d/ckpt/step-00000002" --metrics "$d/m.jsonl" > "$d/train.log" 2>&1 ||
   { cat "$d/train.log"; fail "resuming failed"; }
 /usr/bin/python3 - "$d/m.jsonl" "$fixture/expected.json" <<'PY' || exit 1
 import json, sys

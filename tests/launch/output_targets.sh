@@ -52,9 +52,9 @@ expect "data prepare --val-output a symlink to its input" "--val-output '$d/text
   "$tierzero" data prepare --input "$d/text.txt" --output "$d/t.bin" --val-output "$d/text-link"
 expect "ckpt export --to inside the checkpoint" "--to '$step/model.safetensors' is inside the checkpoint being exported" \
   "$tierzero" ckpt export "$step" --to "$step/model.safetensors"
-expect "train --metrics inside the checkpoint resumed" "--metrics '$step/m.jsonl' is inside the checkpoint being resumed" \
+expect "train --metrics inside the checkpoint resumed" "--metrics '$step/m.jsonl' lies inside --save-dir '$d/ckpt'" \
   "$tierzero" train --steps 3 --save-dir "$d/ckpt" --resume latest --metrics "$step/m.jsonl"
-expect "train --save-safetensors over the checkpoint pointer" "--save-safetensors '$d/ckpt/latest' is the checkpoint pointer" \
+expect "train --save-safetensors over the checkpoint pointer" "--save-safetensors '$d/ckpt/latest' lies inside --save-dir '$d/ckpt'" \
   "$tierzero" train --steps 3 --save-dir "$d/ckpt" --resume latest --save-safetensors "$d/ckpt/latest"
 expect "a fresh run into a save-dir with checkpoints" "holds checkpoints of an earlier run \\(step-00000002\\) and this run starts afresh" \
   "$tierzero" train --steps 3 --save-dir "$d/ckpt"

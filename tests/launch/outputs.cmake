@@ -25,5 +25,20 @@ tz_add_exit_test(launch_train_node_local_save_dir_np2 STATUS 1 MAX_SECONDS 30 TI
 tz_add_exit_test(launch_train_sighup_checkpoint_np2 STATUS 0 MAX_SECONDS 60 TIMEOUT 120 LABELS "mpi;launch"
                  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/sigterm.sh --signal HUP --checkpoint ${TZ_MPIRUN2} --
                          $<TARGET_FILE:tierzero>
-                 REGEX "sigterm.sh: SIGHUP to rank 1" "stopped after step [0-9]+ with checkpoint .* saved: exit 0"
+                 REGEX "sigterm.sh: SIGHUP to rank 1" "stopped by SIGHUP after step [0-9]+ \\(1 signal on rank 1\\): checkpoint .* saved .*: exit 0"
                        "resumed 3 steps equal the straight run bitwise")
+# Checkpoint trees are owned (issue 37): every output flag of every command into every kind of file in a
+# tree, refused within 5 s naming the tree, every tree byte for byte as it was; the run's own final
+# checkpoint folder and outputs inside --save-dir or --save-hf refused before step 1.
+tz_add_exit_test(launch_outputs_never_land_in_checkpoint_trees STATUS 0 MAX_SECONDS 90 TIMEOUT 180 LABELS launch
+                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/checkpoint_trees.sh $<TARGET_FILE:tierzero>
+                 REGEX "checkpoint_trees.sh: 168 outputs into checkpoint trees refused, each within 5 s naming the tree"
+                       "checkpoint_trees.sh: every file of every tree as it was, nothing added"
+                       "train --save-dir F --save-safetensors [^ ]*/F/step-00000004: refused before step 1")
+# Writable targets tested on the target itself (issue 37): an empty read-only mount point or a bind-mounted
+# file as the target is refused before any work, with nothing written beside it.
+tz_add_exit_test(launch_outputs_onto_mount_points STATUS 0 MAX_SECONDS 30 TIMEOUT 90 SKIP_STATUS 77 LABELS launch
+                 COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/output_mount_points.sh $<TARGET_FILE:tierzero>
+                 REGEX "ckpt export --format hf --to an empty read-only mount point: refused in [0-9]+ ms, nothing written"
+                       "train --save-hf an empty read-only mount point: refused"
+                       "ckpt export --to a bind-mounted file: refused")

@@ -221,6 +221,21 @@ TEST_F(HostileFolder, ATensorInTwoShardsOrWhereTheIndexDoesNotPutIt) {
   EXPECT_TRUE(has(load_error(), "holds 'model.layers.0.input_layernorm.weight', which the index puts in"));
 }
 
+// transformers loads model.safetensors when both it and an index are there; tierzero loaded the shards. A
+// folder holding both, with an index naming other files, is refused naming both; an index naming only
+// model.safetensors says the same as the file and is read.
+TEST_F(HostileFolder, ASingleFileBesideAnIndexOfShardsIsRefusedNamingBoth) {
+  write_weights(d.path(), w, SafetensorsDType::F32, shard_by_layer);
+  write_weights(d.path(), w, SafetensorsDType::F32, [](const std::string&) { return std::string(); });
+  const std::string m = load_error();
+  EXPECT_TRUE(has(m, d.file("model.safetensors"))) << m;
+  EXPECT_TRUE(has(m, d.file("model.safetensors.index.json"))) << m;
+  EXPECT_TRUE(has(m, "holds both")) << m;
+  fs::remove(d.file("model.safetensors"));
+  std::vector<std::vector<float>> groups;
+  EXPECT_NO_THROW(model_family(cfg).load_safetensors(d.path(), L, groups, {})) << "the shards alone load";
+}
+
 TEST_F(HostileFolder, AMissingExtraOrMisshapenTensor) {
   Weights less = w;
   less.values.erase("model.layers.1.mlp.up_proj.weight");

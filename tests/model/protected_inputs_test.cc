@@ -35,8 +35,9 @@ std::string bytes_of(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(f), {});
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  AtomicOutputFile out(path, "test file");
+// `writer`: the checkpoint writer may write inside a checkpoint tree (these tests make some).
+void write_file(const std::string& path, const std::string& text, OutputWriter writer = OutputWriter::any) {
+  AtomicOutputFile out(path, "test file", writer);
   out.write(text.data(), text.size());
   out.commit();
 }
@@ -87,7 +88,7 @@ TEST(ProtectedInputs, AnOutputThatIsOrIsInsideAnInputIsRefusedByNameSymlinkOrHar
   const std::string data = dir.file("train.bin"), ckpt = dir.file("ckpt/step-00000004");
   write_file(data, "tokens");
   fs::create_directories(ckpt);
-  write_file(ckpt + "/manifest.json", "{}");
+  write_file(ckpt + "/manifest.json", "{}", OutputWriter::checkpoint);
   ASSERT_EQ(::symlink(data.c_str(), dir.file("link.bin").c_str()), 0);
   ASSERT_EQ(::link(data.c_str(), dir.file("hard.bin").c_str()), 0);
   ASSERT_EQ(::symlink(ckpt.c_str(), dir.file("ckpt-link").c_str()), 0);
@@ -109,25 +110,26 @@ TEST(ProtectedInputs, AnOutputThatIsOrIsInsideAnInputIsRefusedByNameSymlinkOrHar
   EXPECT_EQ(bytes_of(ckpt + "/manifest.json"), "{}");
   EXPECT_EQ(std::distance(fs::directory_iterator(ckpt), {}), 1) << "nothing was created inside the checkpoint";
   EXPECT_EQ(entries(dir.path()), 0);
-  // A sibling of the checkpoint, and a file of the same name elsewhere, are fine.
-  write_file(dir.file("ckpt/model.safetensors"), "ok");
+  // A file beside the checkpoint tree, and a file of the same name elsewhere, are fine (a sibling of the
+  // checkpoint is inside its tree: model/checkpoint_tree.h).
+  write_file(dir.file("model.safetensors"), "ok");
   write_file(dir.file("train.bin.copy"), "ok");
 }
 
 TEST(ProtectedInputs, OnlyTheNamedWriterReplacesAProtectedFileAndProtectionEndsWithItsOwner) {
   testing::TestDir dir;
-  const std::string latest = dir.file("latest");
-  write_file(latest, "step-00000001\n");
+  const std::string latest = dir.file("latest");  // a pointer: its folder is a checkpoint tree
+  write_file(latest, "step-00000001\n", OutputWriter::checkpoint);
   {
     const ProtectedInput p(latest, "the checkpoint pointer", "checkpoint pointer");
     const std::string m = error_message([&] { write_file(latest, "x"); });
     EXPECT_TRUE(has(m, "is the checkpoint pointer '" + latest + "'")) << m;
-    AtomicOutputFile pointer(latest, "checkpoint pointer");
+    AtomicOutputFile pointer(latest, "checkpoint pointer", OutputWriter::checkpoint);
     pointer.write("step-00000002\n", 14);
     pointer.commit();
     EXPECT_EQ(bytes_of(latest), "step-00000002\n");
   }
-  write_file(latest, "free again");
+  write_file(latest, "free again", OutputWriter::checkpoint);
   EXPECT_EQ(bytes_of(latest), "free again");
 }
 

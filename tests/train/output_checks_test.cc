@@ -79,7 +79,7 @@ TEST(OutputChecks, AnOutputThatIsAnInputIsRefusedByNameSymlinkOrHardLink) {
   EXPECT_TRUE(has(m, "--save-safetensors '" + cfg + "' is --config '" + cfg + "'")) << m;
   o.save_safetensors = o.metrics = dir.file("both");
   m = error_message([&] { check_outputs(o); });
-  EXPECT_TRUE(has(m, "--save-safetensors and --metrics name the same file")) << m;
+  EXPECT_TRUE(has(m, "--save-safetensors '" + o.metrics + "' and --metrics '" + o.metrics + "' name the same file")) << m;
 }
 
 // End to end: --metrics pointed at the data file stops the run before step 1 and the data survives.

@@ -45,7 +45,13 @@ TEST(HardwareFile, EveryNumberOutsideItsRangeIsRefusedNamingTheField) {
   EXPECT_TRUE(has(error_message([&] { Hardware::from_json(j, "h.json"); }), "'ranks_per_node' must be a whole number"));
   j = base;
   j["step_tflops"]["bf16"] = 1e300;
-  EXPECT_TRUE(has(error_message([&] { Hardware::from_json(j, "h.json"); }), "step_tflops.bf16 must be a number in [0, 1000000000]"));
+  EXPECT_TRUE(has(error_message([&] { Hardware::from_json(j, "h.json"); }),
+                  "hardware field 'step_tflops.bf16' must be 0 (not supported) or a number in [0.001, 1000000000]"));
+  // A rate so small that the plan's times would overflow is refused like 1e300 (0 means not given).
+  j = base;
+  j["link_gbs"] = 1e-300;
+  EXPECT_TRUE(has(error_message([&] { Hardware::from_json(j, "h.json"); }),
+                  "hardware field 'link_gbs' is 1e-300: give 0 (not measured) or a rate of at least 0.001"));
   j = base;
   j["name"] = 7;
   EXPECT_TRUE(has(error_message([&] { Hardware::from_json(j, "h.json"); }), "hardware field 'name' must be a string"));

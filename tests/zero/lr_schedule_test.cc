@@ -156,5 +156,28 @@ TEST(LrSchedule, TheRanksCompareTheDeepSpeedSettingsToo) {
   EXPECT_EQ(describe_lr_schedule(c), "warmup-decay (warmup_type log, total_num_steps 10)");
 }
 
+// A warm-up that outlasts the schedule's total (DeepSpeed only warns) leaves every step past the total at
+// learning rate 0 (WarmupDecayLR) or on a cosine run backwards (WarmupCosineLR): refused when the run has
+// such steps, naming both numbers; a run that ends inside the warm-up is left alone.
+TEST(LrSchedule, AWarmupThatOutlastsItsTotalIsRefusedWhenTheRunGoesPastTheTotal) {
+  for (LrSchedule s : {LrSchedule::warmup_decay, LrSchedule::warmup_cosine}) {
+    LrConfig c = deepspeed(s, 1e-3f, 0.0f, 100, WarmupType::linear, 50);
+    try {
+      check_lr_config(c, 200, "cfg.json");
+      ADD_FAILURE() << lr_schedule_name(s) << ": no error";
+    } catch (const Error& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("cfg.json: " + std::string(s == LrSchedule::warmup_decay ? "WarmupDecayLR" : "WarmupCosineLR") +
+                       "'s total_num_steps 50 is below its warmup_num_steps 100"),
+                std::string::npos)
+          << m;
+      EXPECT_NE(m.find("steps 51 to 200"), std::string::npos) << m;
+    }
+    EXPECT_NO_THROW(check_lr_config(c, 50, "cfg")) << "the run ends within the total";
+    c.total_num_steps = 101;
+    EXPECT_NO_THROW(check_lr_config(c, 200, "cfg")) << "a total longer than the warm-up";
+  }
+}
+
 }  // namespace
 }  // namespace tz

@@ -207,7 +207,7 @@ TEST(StepTime, HardwareFilesCarryNumaRatesAndRefuseBadOnes) {
       {R"({"node": 0, "read_gbs": 1})", "'write_gbs' is missing"},
       {R"({"node": 0.5, "read_gbs": 1, "write_gbs": 1})", "node 0.5 is not a whole number"},
       {R"({"node": 2000, "read_gbs": 1, "write_gbs": 1})", "'node' must be a number in [0, 1023]"},
-      {R"({"node": 0, "read_gbs": 0, "write_gbs": 1})", "needs read_gbs and write_gbs above 0"},
+      {R"({"node": 0, "read_gbs": 0, "write_gbs": 1})", "needs read_gbs and write_gbs of at least 0.001"},
       {R"({"node": 0, "read_gbs": -1, "write_gbs": 1})", "'read_gbs' must be a number"},
       {R"([1, 2])", "must be {\"node\""},
   };
