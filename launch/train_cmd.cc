@@ -37,7 +37,9 @@ extern "C" void on_stop_signal(int sig) { record_stop_signal(g_stop, sig); }
 // The one line a stopped run ends with (rank 0) and its status: 0 only when one signal stopped a run
 // whose last step's checkpoint is saved (a requeued job continues from it), else 128 + the signal.
 int report_stop(const TrainResult& r, bool print) {
-  const int status = r.stop_signals == 1 && !r.checkpoint.empty() ? 0 : 128 + r.stop_signal;
+  // A stopped run did not do all it was asked (issue 37): 128 + the signal, as a process the signal ended,
+  // with or without a checkpoint; the line says whether one was saved.
+  const int status = 128 + r.stop_signal;
   if (!print) return status;
   std::string left;
   for (const std::string& what : r.left_out) left += (left.empty() ? "" : ", ") + what;

@@ -21,11 +21,11 @@ tz_add_exit_test(launch_train_node_local_save_dir_np2 STATUS 1 MAX_SECONDS 30 TI
                        "node_local_save_dir.sh: the job ended with 1 after ([0-9]{1,4}|1[0-9]{4}) ms"
                        "node_local_save_dir.sh: no checkpoint written")
 # SIGHUP (a closed terminal) stops a run as SIGTERM does: the step finishes, the checkpoint is saved,
-# exit 0 (resume with --resume latest).
-tz_add_exit_test(launch_train_sighup_checkpoint_np2 STATUS 0 MAX_SECONDS 60 TIMEOUT 120 LABELS "mpi;launch"
+# exit 128 + 1 (resume with --resume latest).
+tz_add_exit_test(launch_train_sighup_checkpoint_np2 STATUS 129 MAX_SECONDS 60 TIMEOUT 120 LABELS "mpi;launch"
                  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/sigterm.sh --signal HUP --checkpoint ${TZ_MPIRUN2} --
                          $<TARGET_FILE:tierzero>
-                 REGEX "sigterm.sh: SIGHUP to rank 1" "stopped by SIGHUP after step [0-9]+ \\(1 signal on rank 1\\): checkpoint .* saved .*: exit 0"
+                 REGEX "sigterm.sh: SIGHUP to rank 1" "stopped by SIGHUP after step [0-9]+ \\(1 signal on rank 1\\): checkpoint .* saved .*: exit 129"
                        "resumed 3 steps equal the straight run bitwise")
 # Checkpoint trees are owned (issue 37): every output flag of every command into every kind of file in a
 # tree, refused within 5 s naming the tree, every tree byte for byte as it was; the run's own final

@@ -3,7 +3,7 @@
 # finishes the step, validates, writes --save-safetensors, removes its NVMe store and exits with
 # 128 + 15. Run through expect_exit.sh (status, time, output); this script checks what is left on disk.
 # With --checkpoint the run also has --save-dir: it must save a checkpoint of the step it stopped after
-# and exit 0, and a run resumed from it 3 more steps must equal, bit for bit (losses and weights), a run
+# and still exit 128 + 15, and a run resumed from it 3 more steps must equal, bit for bit (losses and weights), a run
 # that went those steps straight.
 # usage: sigterm.sh [--signal INT] [--checkpoint] MPIRUN_ARGS... -- TIERZERO   (SIGINT: exit 128 + 2)
 set -u
