@@ -8,7 +8,6 @@ Prints one JSON line (schema tierzero-hf-peer/1) with the losses of every step. 
 line on stderr), 77 cannot run here (no GPU, no transformers), the reason on stderr's last line."""
 import argparse
 import json
-import math
 import os
 import statistics
 import sys
@@ -17,11 +16,10 @@ import time
 T_PROCESS = time.perf_counter()
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
 from peer_data import read_tokens, window
-from torch_gpt2_peer import EXIT_SKIP, Skip, autocast_works, bf16_dense_peak, first_line, make_adamw
+from torch_gpt2_peer import EXIT_SKIP, Skip, autocast_works, bf16_dense_peak, first_line, make_adamw, timed_steps
 
 SCHEMA = "tierzero-hf-peer/1"
 
@@ -81,26 +79,12 @@ def run(a):
     sync = torch.cuda.synchronize if a.device == "cuda" else (lambda: None)
     if a.device == "cuda":
         torch.cuda.reset_peak_memory_stats()
-    times, losses = [], []
-    for step in range(a.steps):
-        sync()
-        t0 = time.perf_counter()
-        total = torch.zeros((), device=a.device)
-        for x, y in batches[step]:
-            with torch.autocast(device_type=a.device, dtype=torch.bfloat16, enabled=bf16):
-                logits = model(input_ids=x).logits  # no labels: transformers would shift them again
-            loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.reshape(-1)) / a.grad_accum
-            loss.backward()
-            total += loss.detach()
-        if a.grad_clip > 0:
-            nn.utils.clip_grad_norm_(model.parameters(), a.grad_clip)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        sync()
-        times.append(time.perf_counter() - t0)
-        losses.append(total.item())
-        if not math.isfinite(losses[-1]):
-            raise RuntimeError("loss is %r at step %d" % (losses[-1], step + 1))
+
+    def loss_of(x, y):  # no labels: transformers would shift them again
+        logits = model(input_ids=x).logits
+        return F.cross_entropy(logits.float().view(-1, logits.size(-1)), y.reshape(-1))
+
+    times, losses = timed_steps(loss_of, model.parameters, opt, batches, a, bf16, sync)
     ms = statistics.median(1e3 * t for t in times[a.skip:])
     tokens = a.micro_batch * a.seq_len * a.grad_accum
     # model/llama_family.cc's flops_per_token: 6 N + 12 L H hd T, N without an untied embedding (a lookup).

@@ -208,6 +208,32 @@ def autocast_works(device, fallbacks):
         return False
 
 
+def timed_steps(loss_of, params, opt, batches, a, bf16, sync):
+    """One optimizer step per entry of batches (its micro-batches' mean loss, bf16 autocast when asked, the
+    global norm clipped to --grad-clip, the optimizer's step), each timed from a synchronised start to a
+    synchronised end. Returns (seconds per step, loss per step)."""
+    times, losses = [], []
+    for step, micro in enumerate(batches):
+        sync()
+        t0 = time.perf_counter()
+        total = torch.zeros((), device=a.device)
+        for x, y in micro:
+            with torch.autocast(device_type=a.device, dtype=torch.bfloat16, enabled=bf16):
+                loss = loss_of(x, y) / len(micro)
+            loss.backward()
+            total += loss.detach()
+        if a.grad_clip > 0:
+            nn.utils.clip_grad_norm_(params(), a.grad_clip)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        sync()
+        times.append(time.perf_counter() - t0)
+        losses.append(total.item())
+        if not math.isfinite(losses[-1]):
+            raise RuntimeError("loss is %r at step %d: lower --lr" % (losses[-1], step + 1))
+    return times, losses
+
+
 def parse_args(argv):
     ap = OneLineParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", choices=list(PRESETS), default="gpt2-xl")
@@ -318,25 +344,7 @@ def run(a):
 
     if a.device == "cuda":
         torch.cuda.reset_peak_memory_stats()
-    times, losses = [], []
-    for step in range(a.steps):
-        sync()
-        t0 = time.perf_counter()
-        total = torch.zeros((), device=dev)
-        for m, (x, y) in enumerate(batches[step]):
-            with torch.autocast(device_type=a.device, dtype=torch.bfloat16, enabled=bf16):
-                loss = step_model(x, y) / a.grad_accum
-            loss.backward()
-            total += loss.detach()
-        if a.grad_clip > 0:
-            nn.utils.clip_grad_norm_(model.parameters(), a.grad_clip)
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-        sync()
-        times.append(time.perf_counter() - t0)
-        losses.append(total.item())
-        if not math.isfinite(losses[-1]):
-            raise RuntimeError("loss is %r at step %d: lower --lr" % (losses[-1], step + 1))
+    times, losses = timed_steps(step_model, model.parameters, opt, batches, a, bf16, sync)
 
     measured = [1e3 * t for t in times[a.skip:]]
     ms = statistics.median(measured)

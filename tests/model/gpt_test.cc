@@ -12,6 +12,7 @@
 #include "core/backend.h"
 #include "model/gpt_init.h"
 #include "tests/model/gpt_reference.h"
+#include "tests/model/grads_near.h"
 #include "tests/model/host_provider.h"
 
 namespace tz {
@@ -161,18 +162,9 @@ TEST_F(GptTest, Bf16RunsStayCloseToFp32WithActivationsInEitherDtype) {
     // bf16 keeps 8 significant bits (relative rounding 2^-9 ~ 0.2%) on every matmul input, and, with
     // bf16 activations, on every stored activation and activation gradient too: 1% of the loss.
     EXPECT_NEAR(l16, l32, 0.01 * std::abs(l32));
-    double worst = 0;
-    for (std::size_t g = 0; g < g32.size(); ++g)
-      for (const TensorSpec& t : layout.groups[g].tensors) {
-        float mx = 0;
-        for (std::size_t i = 0; i < t.count; ++i) mx = std::max(mx, std::abs(g32[g][t.offset + i]));
-        // Per element, within 8% of the tensor's largest gradient: bf16 rounds params, activations and
-        // output gradients (2^-9 relative each) through every block back to the embedding.
-        for (std::size_t i = 0; i < t.count; ++i) {
-          ASSERT_NEAR(prov.g[g][t.offset + i], g32[g][t.offset + i], 0.08f * mx) << t.name << " element " << i;
-          if (mx > 0) worst = std::max(worst, std::abs(double(prov.g[g][t.offset + i]) - g32[g][t.offset + i]) / mx);
-        }
-      }
+    // Per element, within 8% of the tensor's largest gradient: bf16 rounds params, activations and
+    // output gradients (2^-9 relative each) through every block back to the embedding.
+    const double worst = testing::expect_grads_near(prov.g, g32, layout, 0.08f);
     std::printf("gpt bf16, %s activations: loss %.6g vs %.6g, worst gradient %.4f of its tensor's largest\n",
                 std::string(dtype_name(pr.act)).c_str(), l16, l32, worst);
   }

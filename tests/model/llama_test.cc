@@ -15,6 +15,7 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "model/model_family.h"
+#include "tests/model/grads_near.h"
 #include "tests/model/host_provider.h"
 #include "tests/model/llama_reference.h"
 
@@ -184,16 +185,8 @@ TEST_P(LlamaTest, Bf16RunsStayCloseToFp32WithActivationsInEitherDtype) {
     // on every stored activation and gradient: 1% of the loss, and each gradient within 10% of its
     // tensor's largest (GPT-2's bound is 8%; RMSNorm's weights and the rotation add a product or two).
     EXPECT_NEAR(l16, l32, 0.01 * std::abs(l32));
-    double worst = 0;
-    for (std::size_t g = 0; g < g32.size(); ++g)
-      for (const TensorSpec& t : layout.groups[g].tensors) {
-        float mx = 0;
-        for (std::size_t i = 0; i < t.count; ++i) mx = std::max(mx, std::abs(g32[g][t.offset + i]));
-        for (std::size_t i = 0; i < t.count; ++i) {
-          ASSERT_NEAR(prov.g[g][t.offset + i], g32[g][t.offset + i], 0.10f * mx) << t.name << " element " << i;
-          if (mx > 0) worst = std::max(worst, std::abs(double(prov.g[g][t.offset + i]) - g32[g][t.offset + i]) / mx);
-        }
-      }
+    // Per element, within 10% of the tensor's largest gradient (above).
+    const double worst = testing::expect_grads_near(prov.g, g32, layout, 0.10f);
     std::printf("llama bf16, %s activations: loss %.6g vs %.6g, worst gradient %.4f of its tensor's largest\n",
                 std::string(dtype_name(pr.act)).c_str(), l16, l32, worst);
   }
