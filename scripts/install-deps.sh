@@ -14,8 +14,10 @@ export DEBIAN_FRONTEND=noninteractive
 # hosts (ip, nsenter, unshare). They start their own munged, slurmctld and slurmd with a config of their
 # own, so the services these packages enable are not wanted: where this script installs them anew, it
 # stops and disables them again. A machine that already had them keeps them as they were.
+# `tierzero report` draws its plots with gnuplot (gnuplot-nox); the Prometheus textfile's test checks it
+# with promtool, which Debian ships in the prometheus package (whose server this script disables the same way).
 new_services=()
-for svc in munge slurmctld slurmd; do
+for svc in munge slurmctld slurmd prometheus; do
   dpkg-query -W -f='${Status}' "$svc" 2>/dev/null | grep -q 'install ok installed' || new_services+=("$svc")
 done
 $SUDO apt-get update -q
@@ -30,7 +32,8 @@ $SUDO apt-get install -y -q --no-install-recommends \
   patchelf xz-utils debootstrap \
   qemu-system-x86 linux-image-amd64 cpio \
   python3-torch libopenblas0-pthread \
-  slurmctld slurmd slurm-client munge libpmix-dev iproute2 util-linux bc
+  slurmctld slurmd slurm-client munge libpmix-dev iproute2 util-linux bc \
+  gnuplot-nox prometheus
 if ((${#new_services[@]})) && [ -d /run/systemd/system ]; then
   $SUDO systemctl disable --now "${new_services[@]}" >/dev/null 2>&1 || true
 fi
