@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "model/byte_tokenizer.h"
 #include "model/file_io.h"
 #include "model/token_file.h"
@@ -44,12 +45,25 @@ PreparedCorpus prepare_byte_corpus(const std::vector<std::string>& inputs, const
              "(0, 1) when a validation file ('",
              val_out, "') is asked for, got ", val_fraction);
 
+  // The total is for the progress line only: InputFile checks each file when it opens it.
+  std::uint64_t total = 0;
+  for (const auto& path : inputs) {
+    std::error_code ec;
+    const std::uintmax_t size = fs::is_regular_file(path, ec) ? fs::file_size(path, ec) : 0;
+    total += ec ? 0 : size;
+  }
+  Progress progress("reading " + std::to_string(inputs.size()) + " text file" + (inputs.size() == 1 ? "" : "s"), total);
   std::string text;
+  constexpr std::uint64_t kChunk = std::uint64_t(64) << 20;
   for (const auto& path : inputs) {
     InputFile f(path, "corpus file");
     const std::size_t at = text.size();
     text.resize(at + f.size());
-    f.read_at(text.data() + at, f.size(), 0);
+    for (std::uint64_t off = 0; off < f.size(); off += kChunk) {
+      const std::size_t n = std::size_t(std::min(kChunk, f.size() - off));
+      f.read_at(text.data() + at + off, n, off);
+      progress.advance(n);
+    }
     text.push_back('\n');
   }
   std::vector<std::uint32_t> tokens = encode_bytes(text);

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "model/layout_safetensors.h"
 #include "model/safetensors_writer.h"
 
@@ -97,7 +98,11 @@ void load_gpt_safetensors(const std::string& path, const ParamLayout& layout,
 
   std::set<std::string> loaded;
   const SafetensorsTensor* lm_head = nullptr;
+  std::uint64_t total = 0;
+  for (const auto& [name, t] : named) total += t->count() * safetensors_dtype_size(t->dtype);
+  Progress progress("loading " + path, total);
   for (const auto& [name, t] : named) {
+    progress.advance(t->count() * safetensors_dtype_size(t->dtype));  // read below, or skipped
     // Causal-mask buffers that older transformers versions saved; they are not parameters.
     if (ends_with(name, ".attn.bias") || ends_with(name, ".attn.masked_bias")) continue;
     if (name == "lm_head.weight") {

@@ -167,8 +167,13 @@ HfWeightReader::HfWeightReader(const std::string& path, const ParamLayout& layou
     TZ_CHECK(skip || where_.count(tensor), "the index of ", path, " puts '", tensor.substr(0, 128), "' in ",
              w.files[file], ", which does not hold it");
   }
-  for (const auto& [hf, spec] : by_hf)
+  std::uint64_t total = 0;
+  for (const auto& [hf, spec] : by_hf) {
     TZ_CHECK(where_.count(hf), "tensor '", hf, "' is missing from ", path, ": does config.json describe these weights?");
+    const SafetensorsTensor& t = *where_.at(hf).tensor;
+    total += t.count() * safetensors_dtype_size(t.dtype);
+  }
+  progress_ = std::make_unique<Progress>("loading " + path, total);
 }
 
 HfWeightReader::~HfWeightReader() = default;
@@ -177,6 +182,7 @@ void HfWeightReader::read(const std::string& name, float* values) const {
   const Where& w = where_.at(name);
   const SafetensorsReader& r = *files_[w.file];
   r.read_f32(*w.tensor, values, seen_);
+  progress_->advance(w.tensor->count() * safetensors_dtype_size(w.tensor->dtype));
   for (std::size_t i = 0, n = w.tensor->count(); i < n; ++i)
     TZ_CHECK(std::isfinite(values[i]), "tensor '", name, "' in ", r.path(), " holds ", values[i], " at element ", i,
              ": a model with NaN or Inf weights cannot be trained from");

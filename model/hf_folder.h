@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "core/progress.h"
 #include "model/model_config.h"
 #include "model/param_layout.h"
 #include "model/safetensors_format.h"
@@ -72,6 +73,7 @@ class HfWeightReader final : public WeightSource {
   std::vector<HfTie> ties_;
   std::vector<std::unique_ptr<SafetensorsReader>> files_;
   std::map<std::string, Where> where_;  // every tensor read (the layout's and ties'), by Hugging Face name
+  std::unique_ptr<Progress> progress_;  // over the layout's tensors' bytes in the files
 };
 // Every group at once: an HfWeightReader read through.
 void load_hf_tensors(const std::string& path, const ParamLayout& layout, std::vector<std::vector<float>>& groups,

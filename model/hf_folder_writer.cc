@@ -116,6 +116,7 @@ HfFolderWriter::HfFolderWriter(std::string dir, ParamLayout layout, HfFolderOpti
   fs::remove_all(tmp_, ec);  // a crashed write by a process of the same id
   TZ_CHECK(fs::create_directory(tmp_, ec) && !ec, opt_.flag, " '", dir_, "': cannot create the temporary folder '",
            tmp_, "': ", ec ? ec.message() : "it exists", "; check that '", parent.string(), "' is writable");
+  progress_ = std::make_unique<Progress>("writing " + dir_, plan_.total_bytes);
 }
 
 HfFolderWriter::~HfFolderWriter() {
@@ -153,7 +154,9 @@ void HfFolderWriter::put_tensor(const float* values) {
   const std::size_t n = out_->next().count();  // hf_shape: a prefix of the stored tensor (padded rows dropped)
   TZ_CHECK(host_all_finite(values, n), "the weights of ", layout_.groups[g].name, " (", t.hf_name,
            ") are not finite: ", dir_, " was not written");
+  const std::uint64_t bytes = safetensors_bytes(out_->next());
   out_->put(values);
+  progress_->advance(bytes);
   ++next_tensor_;
   if (out_->done()) {
     out_->commit();

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "core/progress.h"
 #include "model/param_layout.h"
 #include "model/safetensors_stream.h"
 
@@ -78,6 +79,7 @@ class HfFolderWriter {
   std::size_t shard_ = 0;
   std::unique_ptr<SafetensorsStream> out_;
   bool committed_ = false;
+  std::unique_ptr<Progress> progress_;  // over the shards' bytes
 };
 
 }  // namespace tz

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "model/safetensors_stream.h"
 
 namespace tz {
@@ -20,9 +21,13 @@ void write_safetensors(const std::string& path, std::vector<SafetensorsWriteTens
              "; fp32 values can only be written as F32, F16 or BF16");
     decls.push_back({t.name, t.dtype, t.shape});
   }
+  std::uint64_t total = 0;
+  for (const SafetensorsDecl& d : decls) total += safetensors_bytes(d);
   SafetensorsStream out(path, std::move(decls), metadata);
+  Progress progress("writing " + path, total);
   std::vector<float> filled;  // one tensor at a time, for `fill`
   for (const auto& t : tensors) {
+    progress.advance(safetensors_bytes(out.next()));  // the tensor about to be written
     if (t.raw) {
       out.put_raw(t.raw);
     } else if (t.fill) {

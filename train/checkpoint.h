@@ -52,6 +52,11 @@ std::unique_ptr<CheckpointReader> open_resume(const std::string& dir, const Trai
 // optimizer range, and the step counters (and the fp16 scaler when it was trained in fp16).
 void restore_engine(const CheckpointReader& ckpt, const TrainOptions& opt, Engine& engine);
 
+// The elements of the groups' optimizer ranges this rank holds (what a resume restores m and v into);
+// with `shard_of` a rank, only those in that rank's shards (what its checkpoint file holds of each array).
+// For the progress lines of a save and a resume.
+std::uint64_t owned_state_elements(const MemoryPlan& plan, int shard_of = -1);
+
 // The training loader's position to resume at, mapped to this run's global batch when it differs.
 CheckpointProgress resume_position(const CheckpointManifest& m, std::uint64_t global_batch_tokens);
 

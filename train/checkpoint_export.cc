@@ -30,7 +30,7 @@ std::string checkpoint_folder(const std::string& path) {
 
 std::string inspect_checkpoint(const std::string& path) {
   CheckpointReader r(checkpoint_folder(path));
-  for (std::size_t f = 0; f < r.manifest().files.size(); ++f) r.verify_file(f);
+  r.verify_files();
   const CheckpointManifest& m = r.manifest();
   std::uint64_t elems = 0, bytes = 0;
   for (const auto& g : m.groups) elems += g.count;
@@ -58,7 +58,7 @@ struct VerifiedCheckpoint {
   CheckpointReader reader;
   ParamLayout layout;
   explicit VerifiedCheckpoint(const std::string& path) : reader(checkpoint_folder(path)) {
-    for (std::size_t f = 0; f < reader.manifest().files.size(); ++f) reader.verify_file(f);
+    reader.verify_files();
     layout = ParamLayout::build(reader.manifest().model);
     TZ_CHECK(layout.groups.size() == reader.manifest().groups.size(), "checkpoint ", reader.dir(), " has ",
              reader.manifest().groups.size(), " groups; its model has ", layout.groups.size());

@@ -46,7 +46,14 @@ void CheckpointReader::read(int g, StateArray a, std::uint64_t begin, std::uint6
   }
 }
 
-void CheckpointReader::verify_file(std::size_t i) const {
+void CheckpointReader::verify_files() const {
+  std::uint64_t total = 0;
+  for (const CheckpointFile& f : m_.files) total += f.bytes;
+  Progress progress("verifying checkpoint " + dir_, total);
+  for (std::size_t f = 0; f < m_.files.size(); ++f) verify_file(f, &progress);
+}
+
+void CheckpointReader::verify_file(std::size_t i, Progress* progress) const {
   const InputFile& f = file(i);
   XXH3_state_t* st = XXH3_createState();
   TZ_CHECK(st, "out of memory for a checksum state");
@@ -56,6 +63,7 @@ void CheckpointReader::verify_file(std::size_t i) const {
     const std::size_t n = std::size_t(std::min<std::uint64_t>(buf.size(), f.size() - off));
     f.read_at(buf.data(), n, off);
     XXH3_64bits_update(st, buf.data(), n);
+    if (progress) progress->advance(n);
   }
   const std::uint64_t got = XXH3_64bits_digest(st);
   XXH3_freeState(st);

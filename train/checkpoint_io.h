@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/progress.h"
 #include "model/file_io.h"
 #include "train/checkpoint_manifest.h"
 
@@ -27,7 +28,9 @@ class CheckpointReader {
   // Copies elements [begin, begin + n) of group g's array (global element indices) into out.
   void read(int g, StateArray a, std::uint64_t begin, std::uint64_t n, float* out) const;
   // Recomputes file i's XXH3-64 reading 4 MiB at a time; throws naming the file when it differs.
-  void verify_file(std::size_t i) const;
+  void verify_file(std::size_t i, Progress* progress = nullptr) const;
+  // Every file's checksum, with a progress line over all their bytes.
+  void verify_files() const;
 
  private:
   struct Piece {

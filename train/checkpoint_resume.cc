@@ -78,9 +78,13 @@ std::unique_ptr<CheckpointReader> open_resume(const std::string& dir, const Trai
   });
   // Each rank verifies every world-th file, so the check costs one read of the checkpoint in all.
   on_every_rank(comm, "verify the checksums of checkpoint " + dir, [&] {
-    for (std::size_t f = std::size_t(comm.rank()); f < r->manifest().files.size(); f += std::size_t(comm.size()))
+    const std::vector<CheckpointFile>& files = r->manifest().files;
+    std::uint64_t mine = 0;
+    for (std::size_t f = std::size_t(comm.rank()); f < files.size(); f += std::size_t(comm.size())) mine += files[f].bytes;
+    Progress progress("verifying checkpoint " + dir + (comm.size() > 1 ? " (rank 0's files)" : ""), mine);
+    for (std::size_t f = std::size_t(comm.rank()); f < files.size(); f += std::size_t(comm.size()))
       try {
-        r->verify_file(f);
+        r->verify_file(f, &progress);
       } catch (const Error& e) {
         refuse_damaged_checkpoint(dir, e.what());
       }
@@ -103,6 +107,7 @@ std::unique_ptr<CheckpointReader> open_resume(const std::string& dir, const Trai
 
 void restore_engine(const CheckpointReader& ckpt, const TrainOptions& opt, Engine& engine) {
   const MemoryPlan& plan = engine.plan();
+  Progress progress("restoring the Adam moments from " + ckpt.dir(), 2 * sizeof(float) * owned_state_elements(plan));
   engine.visit_states(
       [&](int g, std::size_t b, std::size_t n, float*, float* m, float* v) {
         const std::uint64_t start = plan.placement.groups[g].opt_range.offset + b, count = plan.layout.groups[g].count;
@@ -111,6 +116,7 @@ void restore_engine(const CheckpointReader& ckpt, const TrainOptions& opt, Engin
           ckpt.read(g, StateArray::m, start, valid, m);
           ckpt.read(g, StateArray::v, start, valid, v);
         }
+        progress.advance(2 * sizeof(float) * valid);
         std::fill(m + valid, m + n, 0.0f);  // the shard padding past the group's end
         std::fill(v + valid, v + n, 0.0f);
       },

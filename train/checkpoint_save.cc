@@ -33,6 +33,8 @@ std::string rank_file(int rank) {
 CheckpointFile write_rank_file(const std::string& tmp, Engine& engine, int rank, int step) {
   const MemoryPlan& plan = engine.plan();
   CheckpointFileWriter w(tmp, rank_file(rank));
+  Progress progress("saving checkpoint " + tmp.substr(tmp.rfind("/.tmp-") + 6) + (plan.map.world() > 1 ? " (rank 0's states)" : ""),
+                    3 * sizeof(float) * owned_state_elements(plan, rank));
   engine.visit_states(
       [&](int g, std::size_t b, std::size_t n, float* master, float* m, float* v) {
         const std::uint64_t start = plan.placement.groups[g].opt_range.offset + b;
@@ -47,6 +49,7 @@ CheckpointFile write_rank_file(const std::string& tmp, Engine& engine, int rank,
                  ": training diverged, so no checkpoint was written (the previous one is kept); "
                  "lower --lr or raise --warmup");
         w.append(g, lo, hi - lo, master + k, m + k, v + k);
+        progress.advance(3 * sizeof(float) * (hi - lo));
       },
       false);
   return w.finish();
@@ -189,6 +192,20 @@ std::string save_checkpoint(const TrainOptions& opt, Engine& engine, Communicato
     throw;
   }
   return final_dir;
+}
+
+std::uint64_t owned_state_elements(const MemoryPlan& plan, int shard_of) {
+  std::uint64_t n = 0;
+  for (std::size_t g = 0; g < plan.layout.groups.size(); ++g) {
+    const Shard r = plan.placement.groups[g].opt_range;
+    std::uint64_t lo = r.offset, hi = std::min<std::uint64_t>(r.offset + r.count, plan.layout.groups[g].count);
+    if (shard_of >= 0) {
+      const Shard own = plan.map.shard_of(int(g), shard_of);
+      lo = std::max<std::uint64_t>(lo, own.offset), hi = std::min<std::uint64_t>(hi, own.offset + own.count);
+    }
+    n += hi > lo ? hi - lo : 0;
+  }
+  return n;
 }
 
 }  // namespace tz
