@@ -19,3 +19,16 @@ tz_add_exit_test(launch_prometheus_textfile_np2 STATUS 0 SKIP_STATUS 77 MAX_SECO
                  COMMAND bash ${CMAKE_CURRENT_LIST_DIR}/prometheus_textfile.sh ${TZ_MPIRUN2} -- $<TARGET_FILE:tierzero>
                  REGEX "prometheus_textfile.sh: promtool check metrics: passed"
                        "prometheus_textfile.sh: step 12's values equal the metrics record's")
+# The new flags' bad values, refused before anything runs.
+tz_add_exit_test(launch_train_straggler_delay_refuses_bad_values STATUS 1 MAX_SECONDS 10 TIMEOUT 30 LABELS launch
+                 COMMAND $<TARGET_FILE:tierzero> train --steps 1 --straggler-test-delay-ms 3x
+                 REGEX "--straggler-test-delay-ms '3x' is not RANK:MS")
+tz_add_exit_test(launch_train_straggler_delay_refuses_a_rank_outside_the_job STATUS 1 MAX_SECONDS 10 TIMEOUT 30 LABELS launch
+                 COMMAND $<TARGET_FILE:tierzero> train --steps 1 --straggler-test-delay-ms 3:10
+                 REGEX "--straggler-test-delay-ms names rank 3, and the job has 1 rank")
+tz_add_exit_test(launch_train_prometheus_every_refuses_zero STATUS 1 MAX_SECONDS 10 TIMEOUT 30 LABELS launch
+                 COMMAND $<TARGET_FILE:tierzero> train --steps 1 --prometheus-every 0 --straggler-threshold 1
+                 REGEX "--prometheus-every must be in \\[1, 2147483647\\] steps, got 0")
+tz_add_exit_test(launch_train_straggler_threshold_refuses_below_one STATUS 1 MAX_SECONDS 10 TIMEOUT 30 LABELS launch
+                 COMMAND $<TARGET_FILE:tierzero> train --steps 1 --straggler-threshold 0.5
+                 REGEX "--straggler-threshold must be in \\[1, 1000000\\]")
