@@ -35,6 +35,10 @@ rc=$?
 left=$(find "$d" -mindepth 1 -maxdepth 1 -name 'tierzero-*' | wc -l)
 [ "$left" -eq 0 ] || { echo "sigterm.sh: $left NVMe store folder(s) left behind"; exit 1; }
 echo "sigterm.sh: model saved, no store left behind"
+# The metrics end with the end record of the step it stopped after, naming the signal (issue 32).
+want_end="{\"event\":\"end\",\"signal\":$(kill -l "$sig"),\"step\":$(metrics_steps "$d/metrics.jsonl")}"
+[ "$(tail -n 1 "$d/metrics.jsonl")" = "$want_end" ] ||
+  { echo "sigterm.sh: the last metrics line is '$(tail -n 1 "$d/metrics.jsonl")', not '$want_end'"; exit 1; }
 [ "$ckpt" = 1 ] || exit $rc
 steps=$(metrics_steps "$d/metrics.jsonl")
 [ "$(cat "$d/ckpt/latest")" = "$(printf 'step-%08d' "$steps")" ] ||
