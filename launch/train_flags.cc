@@ -64,7 +64,8 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
       "prometheus-every", po::value(&f.o.prometheus_every)->default_value(f.o.prometheus_every),
       "steps between --prometheus-textfile writes (the last step is always written)")(
       "straggler-threshold",
-      po::value(&f.o.straggler_threshold)->default_value(f.o.straggler_threshold, show_number(f.o.straggler_threshold)),
+      po::value(&f.o.straggler_threshold)
+          ->default_value(f.o.straggler_threshold, show_number(f.o.straggler_threshold)),
       "a rank whose own work (step time less comm wait) over the last 10 steps exceeds this x the median "
       "rank's is named, with its host, on the progress line and in --metrics (docs/metrics.md#every-rank)")(
       "straggler-test-delay-ms", po::value(&f.straggler_delay)->default_value(""),
@@ -370,12 +371,14 @@ void parse_straggler_delay(const std::string& text, TrainOptions& o) {
   if (text.empty()) return;
   const std::size_t colon = text.find(':');
   auto whole = [](const std::string& t) {
-    return !t.empty() && t.size() <= 9 && std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+    return !t.empty() && t.size() <= 9 &&
+           std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
   };
   const std::string r = colon == std::string::npos ? "" : text.substr(0, colon);
   const std::string ms = colon == std::string::npos ? "" : text.substr(colon + 1);
-  TZ_CHECK(whole(r) && whole(ms) && std::stoi(ms) >= 1 && std::stoi(ms) <= 1000000, "--straggler-test-delay-ms '",
-           text, "' is not RANK:MS (a rank and a delay of 1 to 1000000 ms, e.g. 1:200)");
+  TZ_CHECK(whole(r) && whole(ms) && std::stoi(ms) >= 1 && std::stoi(ms) <= 1000000,
+           "--straggler-test-delay-ms '", text,
+           "' is not RANK:MS (a rank and a delay of 1 to 1000000 ms, e.g. 1:200)");
   o.straggler_delay_rank = std::stoi(r);
   o.straggler_delay_ms = std::stoi(ms);
 }

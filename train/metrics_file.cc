@@ -43,8 +43,9 @@ MetricsFileState read_metrics_file_state(const std::string& path, const std::str
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     const int e = errno;
-    TZ_CHECK(e == ENOENT, flag, " '", path, "' cannot be read to see whose records it holds: ", std::strerror(e),
-             " (errno ", e, "); give a file this user can read and write");
+    TZ_CHECK(e == ENOENT, flag, " '", path,
+             "' cannot be read to see whose records it holds: ", std::strerror(e), " (errno ", e,
+             "); give a file this user can read and write");
     return st;
   }
   struct stat sb {};
@@ -84,11 +85,15 @@ void check_metrics_file(const std::string& path, const std::string& run_id, bool
   if (st.bytes == 0) return;
   const std::string what = "--metrics '" + path + "'";
   const std::string todo = "; give another --metrics, or move the file away";
-  TZ_CHECK(!st.foreign, what, " holds ", st.bytes, " bytes that are not a tierzero metrics file (its first line is "
-           "no run start record): a run appends to its own metrics file only", todo);
-  TZ_CHECK(resumed, what, " holds the records of ", st.runs.empty() ? std::string("an earlier run") :
-           "run " + run_name(st.runs.back()), " and this run starts afresh: a new run never appends to another "
-           "run's records", todo, " (a resumed run, --resume, appends to its own)");
+  TZ_CHECK(!st.foreign, what, " holds ", st.bytes,
+           " bytes that are not a tierzero metrics file (its first line is "
+           "no run start record): a run appends to its own metrics file only",
+           todo);
+  TZ_CHECK(resumed, what, " holds the records of ",
+           st.runs.empty() ? std::string("an earlier run") : "run " + run_name(st.runs.back()),
+           " and this run starts afresh: a new run never appends to another "
+           "run's records",
+           todo, " (a resumed run, --resume, appends to its own)");
   for (const std::string& r : st.runs)
     TZ_CHECK(r == run_id, what, " holds the records of run ", run_name(r), ", and this run resumes run ",
              run_name(run_id), ": a run appends to its own metrics file only", todo);
@@ -115,8 +120,8 @@ MetricsFile::MetricsFile(const std::string& path) : path_(path) {
     if (::ftruncate(fd_, off_t(keep)) != 0) {
       const int e = errno;
       ::close(fd_), fd_ = -1;
-      TZ_FAIL("cutting the partial last line off --metrics '", path, "' failed: ", std::strerror(e), " (errno ", e,
-              ")");
+      TZ_FAIL("cutting the partial last line off --metrics '", path, "' failed: ", std::strerror(e),
+              " (errno ", e, ")");
     }
     cut_ = std::uint64_t(sb.st_size) - keep;
   }

@@ -7,11 +7,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace tz {
 
@@ -19,8 +18,8 @@ namespace tz {
 struct MetricsFileState {
   bool exists = false;
   std::uint64_t bytes = 0;
-  std::uint64_t records = 0;       // complete lines
-  std::vector<std::string> runs;   // the run ids of its start and resume records, each once, in order
+  std::uint64_t records = 0;      // complete lines
+  std::vector<std::string> runs;  // the run ids of its start and resume records, each once, in order
   // Not a tierzero metrics file: a complete line that is not a JSON object, or a first line that is no
   // start or resume record.
   bool foreign = false;

@@ -28,7 +28,8 @@ class Exposition {
   }
   // A sample of the current family; `labels`: extra labels, already formatted (k="v",...).
   void sample(double v, const std::string& labels = "") {
-    out_ += name_ + "{run_id=\"" + run_id_ + "\"" + (labels.empty() ? "" : "," + labels) + "} " + number(v) + "\n";
+    out_ += name_ + "{run_id=\"" + run_id_ + "\"" + (labels.empty() ? "" : "," + labels) + "} " + number(v) +
+            "\n";
   }
   const std::string& text() const { return out_; }
 
@@ -63,7 +64,8 @@ std::string prometheus_text(const nlohmann::json& rec, const RankStats& ranks, c
     for (std::size_t r = 0; r < all.size(); ++r)
       e.sample(all[r].ms[std::size_t(p)] / 1000,
                std::string("phase=\"") + kRankPhaseNames[p] + "\",rank=\"" + std::to_string(r) + "\"");
-  e.family("tierzero_memory_bytes", "gauge", "Bytes in use in each memory tier after the last step, per rank.");
+  e.family("tierzero_memory_bytes", "gauge",
+           "Bytes in use in each memory tier after the last step, per rank.");
   for (int t = 0; t < kRankTiers; ++t)
     for (std::size_t r = 0; r < all.size(); ++r)
       e.sample(all[r].bytes[std::size_t(t)],
@@ -78,7 +80,8 @@ std::string prometheus_text(const nlohmann::json& rec, const RankStats& ranks, c
   e.family("tierzero_straggler_rank", "gauge",
            "The rank named a straggler over the last 10 steps, or -1 when there is none.");
   e.sample(ranks.straggler().rank);
-  e.family("tierzero_rank_gather_duration_seconds", "gauge", "Time of the last step's all-gather of every rank's figures.");
+  e.family("tierzero_rank_gather_duration_seconds", "gauge",
+           "Time of the last step's all-gather of every rank's figures.");
   e.sample(ranks.gather_ms() / 1000);
   return e.text();
 }

@@ -5,9 +5,8 @@
 // ends in _total; every sample carries the run's run_id label (docs/metrics.md#prometheus).
 #pragma once
 
-#include <string>
-
 #include <nlohmann/json.hpp>
+#include <string>
 
 #include "train/rank_stats.h"
 

@@ -6,7 +6,8 @@
 
 namespace tz {
 
-const char* const kRankPhaseNames[kRankPhases] = {"data", "forward", "backward", "optimizer", "comm_wait", "step"};
+const char* const kRankPhaseNames[kRankPhases] = {"data",      "forward",   "backward",
+                                                  "optimizer", "comm_wait", "step"};
 const char* const kRankTierNames[kRankTiers] = {"device", "host", "nvme"};
 
 double median_rank_value(std::vector<double> v) {
@@ -85,8 +86,8 @@ nlohmann::json RankStats::record() const {
 
 nlohmann::json RankStats::straggler_record() const {
   if (straggler_.rank < 0) return nullptr;
-  const std::string host =
-      std::size_t(straggler_.rank) < hosts_.size() ? hosts_[std::size_t(straggler_.rank)] : std::string("unknown");
+  const std::string host = std::size_t(straggler_.rank) < hosts_.size() ? hosts_[std::size_t(straggler_.rank)]
+                                                                        : std::string("unknown");
   return {{"rank", straggler_.rank}, {"host", host}, {"ratio", straggler_.ratio}};
 }
 

@@ -6,10 +6,9 @@
 
 #include <array>
 #include <deque>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "comm/communicator.h"
 
@@ -27,14 +26,14 @@ struct RankSample {
 };
 
 struct Straggler {
-  int rank = -1;  // -1: none
+  int rank = -1;     // -1: none
   double ratio = 0;  // its own work over the window / the median rank's
 };
 
 class RankStats {
  public:
-  static constexpr int kWindow = 10;    // steps the straggler's work is summed over
-  static constexpr int kMinSteps = 5;   // steps seen before a straggler is named (the first are warm-up)
+  static constexpr int kWindow = 10;   // steps the straggler's work is summed over
+  static constexpr int kMinSteps = 5;  // steps seen before a straggler is named (the first are warm-up)
   // A rank less than this much slower per step than the median is never named: at steps of a few ms,
   // scheduling noise alone exceeds any ratio.
   static constexpr double kMinExcessMs = 1.0;

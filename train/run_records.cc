@@ -36,8 +36,8 @@ nlohmann::json settings_record(const TrainOptions& o) {
           {"save_dir", o.save_dir}};
 }
 
-nlohmann::json run_marker_record(const std::string& event, int step, const RunIdentity& id, const TrainOptions& opt,
-                                 const MemoryPlan& plan) {
+nlohmann::json run_marker_record(const std::string& event, int step, const RunIdentity& id,
+                                 const TrainOptions& opt, const MemoryPlan& plan) {
   char when[32];
   const std::time_t now = std::time(nullptr);
   std::tm utc{};
@@ -53,10 +53,14 @@ nlohmann::json run_marker_record(const std::string& event, int step, const RunId
           {"steps", opt.steps},
           {"settings", settings_record(opt)},
           {"plan_peak_bytes",
-           {{"device", plan.total(Tier::device)}, {"host", plan.total(Tier::host)}, {"nvme", plan.total(Tier::nvme)}}}};
+           {{"device", plan.total(Tier::device)},
+            {"host", plan.total(Tier::host)},
+            {"nvme", plan.total(Tier::nvme)}}}};
 }
 
-nlohmann::json run_end_record(int last, int signal) { return {{"event", "end"}, {"step", last}, {"signal", signal}}; }
+nlohmann::json run_end_record(int last, int signal) {
+  return {{"event", "end"}, {"step", last}, {"signal", signal}};
+}
 
 std::string this_host() {
   if (!log_context().host.empty()) return log_context().host;

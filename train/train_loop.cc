@@ -237,7 +237,8 @@ void Loop::report(int s, float loss, const StepStats& st, const StepTimes& t, co
   if (comm_.rank() == 0) {
     metrics_.write(rec);
     last_record_ = rec;
-    if (!opt_.prometheus_textfile.empty() && (s % opt_.prometheus_every == 0 || s == opt_.steps)) write_prometheus();
+    const bool prometheus = s % opt_.prometheus_every == 0 || s == opt_.steps;
+    if (!opt_.prometheus_textfile.empty() && prometheus) write_prometheus();
   }
   result.metrics.push_back(std::move(rec));
 }
@@ -245,16 +246,15 @@ void Loop::report(int s, float loss, const StepStats& st, const StepTimes& t, co
 double Loop::eta_seconds(int s, double step_ms) {
   step_ends_.push_back(Clock::now());
   if (step_ends_.size() > 11) step_ends_.pop_front();
-  const double per_step =
-      step_ends_.size() >= 2
-          ? std::chrono::duration<double>(step_ends_.back() - step_ends_.front()).count() / double(step_ends_.size() - 1)
-          : step_ms / 1000.0;
+  const double span = std::chrono::duration<double>(step_ends_.back() - step_ends_.front()).count();
+  const double per_step = step_ends_.size() >= 2 ? span / double(step_ends_.size() - 1) : step_ms / 1000.0;
   return std::max(0, opt_.steps - s) * per_step;
 }
 
 void Loop::write_prometheus() {
   if (last_record_.is_null()) return;
-  write_prometheus_textfile(opt_.prometheus_textfile, prometheus_text(last_record_, ranks_, id_.run_id, plan_peaks_));
+  write_prometheus_textfile(opt_.prometheus_textfile,
+                            prometheus_text(last_record_, ranks_, id_.run_id, plan_peaks_));
   prometheus_step_ = last_record_["step"].get<int>();
 }
 

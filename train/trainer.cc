@@ -42,9 +42,9 @@ void check_options(const TrainOptions& opt, int world) {
   TZ_CHECK(opt.steps >= 1, "--steps must be at least 1, got ", opt.steps);
   TZ_CHECK(opt.micro_batch >= 1, "--micro-batch must be at least 1, got ", opt.micro_batch);
   TZ_CHECK(opt.grad_accum >= 1, "--grad-accum must be at least 1, got ", opt.grad_accum);
-  TZ_CHECK(opt.straggler_delay_rank < world, "--straggler-test-delay-ms names rank ", opt.straggler_delay_rank,
-           ", and the job has ", world, " rank", world == 1 ? "" : "s", " (0 to ", world - 1,
-           "); name one of them");
+  TZ_CHECK(opt.straggler_delay_rank < world, "--straggler-test-delay-ms names rank ",
+           opt.straggler_delay_rank, ", and the job has ", world, " rank", world == 1 ? "" : "s", " (0 to ",
+           world - 1, "); name one of them");
   if (opt.train_batch_size > 0)
     TZ_CHECK(opt.train_batch_size == opt.micro_batch * opt.grad_accum * world, "train_batch_size ",
              opt.train_batch_size, " must equal train_micro_batch_size_per_gpu (", opt.micro_batch,

@@ -30,7 +30,8 @@ TEST(RankStats, SummarisesEachPhaseOverRanks) {
   RankStats s({"a", "b", "c"}, 1.5);
   s.add(step({10, 30, 20}), 0.25);
   const nlohmann::json j = s.record();
-  EXPECT_EQ(j["ms"]["step"], (nlohmann::json{{"min", 15.0}, {"median", 25.0}, {"max", 35.0}, {"slowest_rank", 1}}));
+  EXPECT_EQ(j["ms"]["step"],
+            (nlohmann::json{{"min", 15.0}, {"median", 25.0}, {"max", 35.0}, {"slowest_rank", 1}}));
   EXPECT_EQ(j["ms"]["data"]["slowest_rank"], 2);
   EXPECT_EQ(j["bytes"]["device"], (nlohmann::json{100, 101, 102}));
   EXPECT_EQ(j["gather_ms"], 0.25);
