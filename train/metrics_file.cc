@@ -33,6 +33,8 @@ void take_line(MetricsFileState& st, const std::string& line) {
   if (std::find(st.runs.begin(), st.runs.end(), run) == st.runs.end()) st.runs.push_back(run);
 }
 
+constexpr std::size_t kMaxLine = 1 << 20;
+
 std::string run_name(const std::string& id) { return id.empty() ? "(no run id)" : id; }
 
 }  // namespace
@@ -68,10 +70,14 @@ MetricsFileState read_metrics_file_state(const std::string& path, const std::str
     st.bytes += std::uint64_t(n);
     for (ssize_t i = 0; i < n; ++i) {
       if (chunk[std::size_t(i)] != '\n') {
-        line.push_back(chunk[std::size_t(i)]);
+        // No record is near 1 MiB: a longer line is no metrics, and is not kept whole in memory.
+        if (line.size() < kMaxLine) line.push_back(chunk[std::size_t(i)]);
         continue;
       }
-      take_line(st, line);
+      if (line.size() >= kMaxLine)
+        st.foreign = true, ++st.records;
+      else
+        take_line(st, line);
       line.clear();
     }
   }

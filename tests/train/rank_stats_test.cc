@@ -109,6 +109,11 @@ TEST(MetricsFile, AnEmptyOrAbsentFileSuitsAFreshRunAndAForeignOneNoRun) {
   std::ofstream(dir.file("notes.jsonl")) << "{\"loss\":5}\n";
   EXPECT_TRUE(read_metrics_file_state(dir.file("notes.jsonl"), "--metrics").foreign);
   EXPECT_THROW(check_metrics_file(dir.file("notes.jsonl"), "", true), Error);
+  // A line of 2 MiB is no record (and is not held whole).
+  std::ofstream(dir.file("long.jsonl")) << std::string(2 << 20, 'x') << "\n";
+  const MetricsFileState st = read_metrics_file_state(dir.file("long.jsonl"), "--metrics");
+  EXPECT_TRUE(st.foreign);
+  EXPECT_EQ(st.records, 1u);
 }
 
 }  // namespace
