@@ -174,7 +174,20 @@ void Loop::report(int s, float loss, const StepStats& st, const StepTimes& t, co
   RankSample mine;
   mine.ms = {t.data, t.forward, t.backward, t.optimizer, wait_ms, t.step};
   mine.bytes = {double(dev.used()), double(host.used()), double(nvme_used)};
+  const CommStats before_gather = run_.dcomm->stats();
   ranks_.gather(comm_, mine);
+  // A --profile-ops window counts the step's own collectives only: a gather inside it (on the same
+  // communicator, as on the cpu) moves the window's starting snapshot up by what it added.
+  if (profile_ && s >= window_.first && s < window_.last) {
+    const CommStats after_gather = run_.dcomm->stats();
+    for (int c = 0; c < kNumCollectives; ++c) {
+      comm_at_window_.calls[c] += after_gather.calls[c] - before_gather.calls[c];
+      comm_at_window_.bytes_sent[c] += after_gather.bytes_sent[c] - before_gather.bytes_sent[c];
+      comm_at_window_.elements_sent[c] += after_gather.elements_sent[c] - before_gather.elements_sent[c];
+      comm_at_window_.busy_seconds[c] += after_gather.busy_seconds[c] - before_gather.busy_seconds[c];
+      comm_at_window_.wait_seconds[c] += after_gather.wait_seconds[c] - before_gather.wait_seconds[c];
+    }
+  }
   const double eta = eta_seconds(s, t.step);
   const nlohmann::json straggler = ranks_.straggler_record();
   if (opt_.log_every > 0 && (s % opt_.log_every == 0 || s == 1 || s == opt_.steps)) {
