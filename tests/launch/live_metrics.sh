@@ -5,7 +5,8 @@
 #     and no rank was named a straggler in this normal run (12 steps or more: 8 or more judged);
 #  3. --resume latest appends a resume record (the checkpoint's step, the same run id, 2 ranks) and the
 #     steps after it, then an end record; nothing before it is changed, and no straggler is named;
-#  4. a new run refuses FILE (another run's records), and so does a resume of another run; FILE unchanged.
+#  4. a new 2-rank run refuses FILE (another run's records: rank 0 refuses, rank 1 learns of it, exit 1),
+#     and so does a resume of another run; FILE unchanged.
 # Each tierzero run's exit status is checked here; ctest bounds the whole (expect_exit.sh).
 # usage: live_metrics.sh MPIRUN_ARGS... -- TIERZERO
 set -u
@@ -78,7 +79,13 @@ assert not named, 'a straggler named in a normal run at steps %s' % named
 print('live_metrics.sh: after the resume: resume record at step $at, run %s, steps $((at + 1))-$((killed_steps + 4)) in order, end record, no straggler' % res['run_id'])"
 # 4. Another run may not append.
 sum=$(md5sum < "$d/m.jsonl")
-"$tierzero" train --steps 1 --log-every 0 --metrics "$d/m.jsonl" > "$d/fresh.log" 2>&1 && fail "a new run appended to another run's file"
+# At 2 ranks: rank 0 refuses, and rank 1 learns of it and stops too (exit 1, not a hang).
+t0=$(date +%s)
+"${mpirun_args[@]}" "$tierzero" train --steps 1 --log-every 0 --metrics "$d/m.jsonl" > "$d/fresh.log" 2>&1
+rc=$?
+[ "$rc" = 1 ] || { cat "$d/fresh.log"; fail "a new 2-rank run given another run's file exited $rc, not 1"; }
+[ $(($(date +%s) - t0)) -le 20 ] || fail "the 2-rank refusal took $(($(date +%s) - t0)) s"
+grep -q "rank 1 .*rank 0 failed to check the run's outputs" "$d/fresh.log" || { cat "$d/fresh.log"; fail "rank 1 did not name rank 0's refusal"; }
 grep -q -- "--metrics '$d/m.jsonl' holds the records of run [0-9a-f]\{16\} and this run starts afresh" "$d/fresh.log" ||
   { cat "$d/fresh.log"; fail "the refusal does not name the file and the run"; }
 "$tierzero" train --steps 2 --log-every 0 --val-batches 1 --save-dir "$d/ckpt2" > /dev/null 2>&1 || fail "the second run failed"
