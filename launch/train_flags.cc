@@ -54,8 +54,23 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
       "--save-hf: the most bytes of weights per safetensors file (5e9, as Hugging Face's max_shard_size); a "
       "larger tensor gets a file of its own")(
       "metrics", po::value(&f.o.metrics)->default_value(""),
-      "rank 0 writes one JSON object per step (and per validation) to this JSONL file, renamed into "
-      "place when the run ends (docs/metrics.md)")(
+      "rank 0 appends one JSON object per line to this file as each is made: the run's start (or resume), "
+      "every step (with every rank's phase times and bytes), every validation and the end; a new run "
+      "refuses a file holding another run's records, a resumed run appends to its own (docs/metrics.md)")(
+      "prometheus-textfile", po::value(&f.o.prometheus_textfile)->default_value(""),
+      "rank 0 rewrites this file atomically with the latest step's figures in Prometheus' text format "
+      "every --prometheus-every steps and after the last, for node_exporter's textfile collector (name it "
+      "*.prom; docs/metrics.md#prometheus)")(
+      "prometheus-every", po::value(&f.o.prometheus_every)->default_value(f.o.prometheus_every),
+      "steps between --prometheus-textfile writes (the last step is always written)")(
+      "straggler-threshold",
+      po::value(&f.o.straggler_threshold)
+          ->default_value(f.o.straggler_threshold, show_number(f.o.straggler_threshold)),
+      "a rank whose own work (step time less comm wait) over the last 10 steps exceeds this x the median "
+      "rank's is named, with its host, on the progress line and in --metrics (docs/metrics.md#every-rank)")(
+      "straggler-test-delay-ms", po::value(&f.straggler_delay)->default_value(""),
+      "a test hook: R:MS makes rank R sleep MS ms in the data phase of every step, a planted straggler "
+      "(empty: off)")(
       "steps", po::value(&f.o.steps)->default_value(f.o.steps),
       "optimizer steps, at least 1, each of --grad-accum micro-steps; the run's total, also when "
       "resuming")(
@@ -289,6 +304,8 @@ void check_numbers(const TrainFlags& f) {
   check_range(o.val_batches, 1, kIntMax, "val-batches", " micro-batches");
   check_range(o.log_every, 0, kIntMax, "log-every", " steps (0: none)");
   check_range(o.profile_ops, 0, kIntMax, "profile-ops", " steps (0: off)");
+  check_range(o.prometheus_every, 1, kIntMax, "prometheus-every", " steps");
+  check_range(o.straggler_threshold, 1, 1e6, "straggler-threshold", " (x the median rank's work)");
   TZ_CHECK(o.resume != "latest" || !o.save_dir.empty(),
            "--resume latest needs --save-dir: the folder to look for checkpoints in");
   TZ_CHECK(!o.save_dir.empty() || (o.save_every == 0 && o.keep_last == 0),
@@ -347,6 +364,23 @@ void check_nvme_paths(const std::vector<std::string>& paths) {
     }
     resolved.push_back(std::move(r));
   }
+}
+
+// --straggler-test-delay-ms R:MS: a rank in [0, 2^31) and milliseconds in [1, 10^6].
+void parse_straggler_delay(const std::string& text, TrainOptions& o) {
+  if (text.empty()) return;
+  const std::size_t colon = text.find(':');
+  auto whole = [](const std::string& t) {
+    return !t.empty() && t.size() <= 9 &&
+           std::all_of(t.begin(), t.end(), [](char c) { return c >= '0' && c <= '9'; });
+  };
+  const std::string r = colon == std::string::npos ? "" : text.substr(0, colon);
+  const std::string ms = colon == std::string::npos ? "" : text.substr(colon + 1);
+  TZ_CHECK(whole(r) && whole(ms) && std::stoi(ms) >= 1 && std::stoi(ms) <= 1000000,
+           "--straggler-test-delay-ms '", text,
+           "' is not RANK:MS (a rank and a delay of 1 to 1000000 ms, e.g. 1:200)");
+  o.straggler_delay_rank = std::stoi(r);
+  o.straggler_delay_ms = std::stoi(ms);
 }
 
 }  // namespace
@@ -414,6 +448,7 @@ void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   if (f.ratio_m >= 0) f.o.offload.host_ratio_m = f.ratio_m;
   if (f.ratio_v >= 0) f.o.offload.host_ratio_v = f.ratio_v;
   check_numbers(f);
+  parse_straggler_delay(f.straggler_delay, f.o);
   check_nvme_paths(f.o.offload.nvme_paths);
   TZ_CHECK(f.bind_cores == "none" || f.bind_cores == "auto", "--bind-cores must be none or auto, got '",
            f.bind_cores, "'");

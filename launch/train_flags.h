@@ -31,6 +31,7 @@ struct TrainFlags {
   double comm_timeout = 300;
   std::string seed = "1337";
   std::string save_hf_dtype = "fp32", save_hf_shard = "5e9";
+  std::string straggler_delay;  // --straggler-test-delay-ms R:MS
   std::string offload_opt, offload_param, offload_act, host_mem, nvme_mem, numa_mem, overlap_opt;
   double ratio = 1.0, ratio_master = -1, ratio_m = -1, ratio_v = -1;
 };

@@ -22,6 +22,7 @@ void check_outputs(const TrainOptions& opt) {
   check_planned_outputs({{"--save-dir", opt.save_dir, PlannedKind::checkpoints},
                          {"--save-safetensors", opt.save_safetensors, PlannedKind::file},
                          {"--metrics", opt.metrics, PlannedKind::file},
+                         {"--prometheus-textfile", opt.prometheus_textfile, PlannedKind::file},
                          {"--save-hf", opt.save_hf, PlannedKind::folder}});
   if (!opt.save_hf.empty()) {
     check_hf_output_folder(opt.save_hf, "--save-hf");

@@ -6,12 +6,15 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
 #include "core/backend.h"
 #include "core/error.h"
 #include "model/model_family.h"
+#include "train/prometheus_file.h"
+#include "zero/tier.h"
 
 namespace tz {
 namespace {
@@ -21,17 +24,35 @@ double ms_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
 }
 
+// "45s", "1m23s", "2h05m".
+std::string short_duration(double s) {
+  char b[32];
+  const long long t = std::llround(std::max(0.0, s));
+  if (t < 60)
+    std::snprintf(b, sizeof b, "%llds", t);
+  else if (t < 3600)
+    std::snprintf(b, sizeof b, "%lldm%02llds", t / 60, t % 60);
+  else
+    std::snprintf(b, sizeof b, "%lldh%02lldm", t / 3600, t / 60 % 60);
+  return b;
+}
+
 }  // namespace
 
 Loop::Loop(const TrainOptions& opt, Communicator& comm, const LogFn& log, const TrainHooks& hooks, Run& run,
-           const StopSignals* stop, int start)
+           const StopSignals* stop, int start, MetricsFile& metrics, const RunIdentity& id)
     : opt_(opt),
       comm_(comm),
       log_(log),
       hooks_(hooks),
       run_(run),
       stop_(stop),
-      metrics_(comm.rank() == 0 ? opt.metrics : std::string()),
+      metrics_(metrics),
+      id_(id),
+      ranks_(id.hosts, opt.straggler_threshold),
+      plan_peaks_({{"device", run.plan.total(Tier::device)},
+                   {"host", run.plan.total(Tier::host)},
+                   {"nvme", run.plan.total(Tier::nvme)}}),
       clock_(*run.dev, opt.grad_accum),
       BT_(std::size_t(opt.micro_batch) * opt.seq_len),
       window_(profile_window(opt.profile_ops, start, opt.steps)) {
@@ -71,7 +92,7 @@ void Loop::profile_end(int s, const StepTimes& t) {
     report_.comm.wait_seconds[c] = now.wait_seconds[c] - comm_at_window_.wait_seconds[c];
   }
   log(report_.table());
-  metrics_.write(report_.record());
+  if (comm_.rank() == 0) metrics_.write(report_.record());
 }
 
 void Loop::step(int s, TrainResult& result) {
@@ -84,6 +105,8 @@ void Loop::step(int s, TrainResult& result) {
   for (int micro = 0; micro < opt_.grad_accum; ++micro) {
     // Loading the batch is the host's own work: a host timer measures it.
     const auto ta = Clock::now();
+    if (micro == 0 && comm_.rank() == opt_.straggler_delay_rank)  // the planted straggler (a test hook)
+      std::this_thread::sleep_for(std::chrono::milliseconds(opt_.straggler_delay_ms));
     const auto [inputs, targets] = run_.next_tokens(BT_);
     run_.train_loader->next_batch(inputs, targets);
     t.data += ms_since(ta);
@@ -146,15 +169,44 @@ void Loop::report(int s, float loss, const StepStats& st, const StepTimes& t, co
   const double tok_s = double(BT_) * opt_.grad_accum * comm_.size() / (t.step / 1000.0);
   MemoryBudget& dev = run_.dev->budget(MemoryKind::device);
   MemoryBudget& host = run_.dev->budget(MemoryKind::pinned_host);
+  const std::size_t nvme_used = run_.engine->nvme_budget().used();
+  // Every rank's figures reach rank 0 (and every rank) in one small all-gather.
+  RankSample mine;
+  mine.ms = {t.data, t.forward, t.backward, t.optimizer, wait_ms, t.step};
+  mine.bytes = {double(dev.used()), double(host.used()), double(nvme_used)};
+  const CommStats before_gather = run_.dcomm->stats();
+  ranks_.gather(comm_, mine);
+  // A --profile-ops window counts the step's own collectives only: a gather inside it (on the same
+  // communicator, as on the cpu) moves the window's starting snapshot up by what it added.
+  if (profile_ && s >= window_.first && s < window_.last) {
+    const CommStats after_gather = run_.dcomm->stats();
+    for (int c = 0; c < kNumCollectives; ++c) {
+      comm_at_window_.calls[c] += after_gather.calls[c] - before_gather.calls[c];
+      comm_at_window_.bytes_sent[c] += after_gather.bytes_sent[c] - before_gather.bytes_sent[c];
+      comm_at_window_.elements_sent[c] += after_gather.elements_sent[c] - before_gather.elements_sent[c];
+      comm_at_window_.busy_seconds[c] += after_gather.busy_seconds[c] - before_gather.busy_seconds[c];
+      comm_at_window_.wait_seconds[c] += after_gather.wait_seconds[c] - before_gather.wait_seconds[c];
+    }
+  }
+  const double eta = eta_seconds(s, t.step);
+  const nlohmann::json straggler = ranks_.straggler_record();
   if (opt_.log_every > 0 && (s % opt_.log_every == 0 || s == 1 || s == opt_.steps)) {
     char line[400];
     std::snprintf(line, sizeof line,
                   "step %5d/%d | loss %.4f | lr %.2e | norm %.3f | %8.1f ms (comm wait %.1f) | %.0f tok/s | "
                   "device %s | "
-                  "host %s | optimizer %.1f ms",
+                  "host %s | optimizer %.1f ms | eta %s",
                   s, opt_.steps, loss, st.lr, st.grad_norm, t.step, wait_ms, tok_s,
-                  format_bytes(dev.used()).c_str(), format_bytes(host.used()).c_str(), t.optimizer);
-    log(line);
+                  format_bytes(dev.used()).c_str(), format_bytes(host.used()).c_str(), t.optimizer,
+                  short_duration(eta).c_str());
+    std::string text = line;
+    if (!straggler.is_null()) {
+      char b[64];
+      std::snprintf(b, sizeof b, " %.1fx the median rank's work", straggler["ratio"].get<double>());
+      text += " | straggler: rank " + std::to_string(straggler["rank"].get<int>()) + " on " +
+              straggler["host"].get<std::string>() + b;
+    }
+    log(text);
   }
   nlohmann::json rec = {
       {"step", s},
@@ -187,11 +239,41 @@ void Loop::report(int s, float loss, const StepStats& st, const StepTimes& t, co
         {"rolled_back", st.speculative_rolled_back},
         {"speculated", st.speculated},
         {"rollback_rate", st.speculative_rollback_rate}}},
-      {"bytes", {{"device", dev.used()}, {"host", host.used()}, {"nvme", run_.engine->nvme_budget().used()}}},
+      {"bytes", {{"device", dev.used()}, {"host", host.used()}, {"nvme", nvme_used}}},
       {"peak_bytes",
-       {{"device", dev.peak()}, {"host", host.peak()}, {"nvme", run_.engine->nvme_budget().peak()}}}};
-  metrics_.write(rec);
+       {{"device", dev.peak()}, {"host", host.peak()}, {"nvme", run_.engine->nvme_budget().peak()}}},
+      // A resumed run counts on from the checkpoint's step at this run's tokens per step.
+      {"tokens", id_.tokens_per_step * std::uint64_t(s)},
+      {"eta_s", eta},
+      {"ranks", ranks_.record()},
+      {"straggler", straggler}};
+  if (comm_.rank() == 0) {
+    metrics_.write(rec);
+    last_record_ = rec;
+    const bool prometheus = s % opt_.prometheus_every == 0 || s == opt_.steps;
+    if (!opt_.prometheus_textfile.empty() && prometheus) write_prometheus();
+  }
   result.metrics.push_back(std::move(rec));
+}
+
+double Loop::eta_seconds(int s, double step_ms) {
+  step_ends_.push_back(Clock::now());
+  if (step_ends_.size() > 11) step_ends_.pop_front();
+  const double span = std::chrono::duration<double>(step_ends_.back() - step_ends_.front()).count();
+  const double per_step = step_ends_.size() >= 2 ? span / double(step_ends_.size() - 1) : step_ms / 1000.0;
+  return std::max(0, opt_.steps - s) * per_step;
+}
+
+void Loop::write_prometheus() {
+  if (last_record_.is_null()) return;
+  write_prometheus_textfile(opt_.prometheus_textfile,
+                            prometheus_text(last_record_, ranks_, id_.run_id, plan_peaks_));
+  prometheus_step_ = last_record_["step"].get<int>();
+}
+
+void Loop::finish() {
+  if (comm_.rank() != 0 || opt_.prometheus_textfile.empty() || last_record_.is_null()) return;
+  if (prometheus_step_ != last_record_["step"].get<int>()) write_prometheus();
 }
 
 void Loop::validate(int s, TrainResult& result) {
@@ -216,7 +298,7 @@ void Loop::validate(int s, TrainResult& result) {
                 comm_.size(), comm_.size() == 1 ? "" : "s");
   log(b);
   nlohmann::json rec = {{"step", s}, {"val_loss", result.val_loss}};
-  metrics_.write(rec);
+  if (comm_.rank() == 0) metrics_.write(rec);
   result.metrics.push_back(rec);
 }
 

@@ -3,7 +3,9 @@
 // per-step metrics.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
+#include <deque>
 #include <memory>
 #include <string>
 
@@ -11,6 +13,8 @@
 #include "train/metrics_file.h"
 #include "train/op_profile_report.h"
 #include "train/phase_clock.h"
+#include "train/rank_stats.h"
+#include "train/run_records.h"
 #include "train/run_setup.h"
 #include "train/stop_signals.h"
 #include "train/step_metrics.h"
@@ -25,13 +29,16 @@ inline constexpr int kStopSlot = 1, kValSlot = 2;  // in the scalars: [train los
 // One job's loop state on top of a Run: the step, validation, logging and metrics.
 class Loop {
  public:
-  // `start`: the step the run resumes after (0 for a new run).
+  // `start`: the step the run resumes after (0 for a new run). `metrics`: rank 0's --metrics file (the
+  // other ranks' write nothing); `id`: the run's id and hosts, for the records.
   Loop(const TrainOptions& opt, Communicator& comm, const LogFn& log, const TrainHooks& hooks, Run& run,
-       const StopSignals* stop, int start);
+       const StopSignals* stop, int start, MetricsFile& metrics, const RunIdentity& id);
   ~Loop();
 
   void step(int s, TrainResult& result);
   void validate(int s, TrainResult& result);
+  // After the run's last step (however it stopped): --prometheus-textfile gets that step if it has not.
+  void finish();
   // Whether a rank saw a stop signal before the last step's reduction (the same on every rank).
   bool stop_requested() const { return stop_requested_; }
 
@@ -46,6 +53,9 @@ class Loop {
   bool profiling(int s) const { return profile_ && s >= window_.first && s <= window_.last; }
   void profile_begin(int s);
   void profile_end(int s, const StepTimes& t);
+  // Seconds left to --steps at the rate of the last (up to 10) steps, wall time between their ends.
+  double eta_seconds(int s, double step_ms);
+  void write_prometheus();
 
   const TrainOptions& opt_;
   Communicator& comm_;
@@ -54,7 +64,13 @@ class Loop {
   Run& run_;
   const StopSignals* stop_;
   bool stop_requested_ = false;
-  MetricsFile metrics_;
+  MetricsFile& metrics_;
+  const RunIdentity& id_;
+  RankStats ranks_;  // every rank's figures of the last step
+  std::deque<std::chrono::steady_clock::time_point> step_ends_;
+  nlohmann::json last_record_;  // the last step's, for --prometheus-textfile
+  int prometheus_step_ = 0;     // the step the textfile holds
+  nlohmann::json plan_peaks_;
   PhaseClock clock_;  // forward, backward and optimizer on the compute stream's clock
   std::size_t BT_;
   std::unique_ptr<OpProfile> profile_;  // --profile-ops

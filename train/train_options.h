@@ -33,7 +33,17 @@ struct TrainOptions {
   std::string save_hf;
   DType save_hf_dtype = DType::f32;
   std::uint64_t save_hf_shard_bytes = 5'000'000'000;
-  std::string metrics;  // JSONL path
+  std::string metrics;  // JSONL path, appended to as records are made (train/metrics_file.h)
+  // --prometheus-textfile: the latest step's figures rewritten every prometheus_every steps and after the
+  // last (train/prometheus_file.h); "" writes none.
+  std::string prometheus_textfile;
+  int prometheus_every = 10;
+  // A rank whose own work over 10 steps exceeds this x the median rank's is named a straggler.
+  double straggler_threshold = 1.5;
+  // Test hook (--straggler-test-delay-ms R:MS): rank straggler_delay_rank sleeps straggler_delay_ms in the
+  // data phase of every step; -1: off.
+  int straggler_delay_rank = -1;
+  int straggler_delay_ms = 0;
   // Training checkpoints (train/checkpoint.h): a folder of step-NNNNNNNN checkpoints and a `latest`
   // pointer; every save_every steps (0: only at the end and on a stop signal), keep_last newest kept
   // (0: all). resume: "" (start fresh), "latest" (the newest in save_dir; none yet: start fresh), or

@@ -18,9 +18,11 @@
 #include "model/model_family.h"
 #include "train/checkpoint.h"
 #include "train/collective_util.h"
+#include "train/metrics_file.h"
 #include "train/output_checks.h"
 #include "train/rank_agreement.h"
 #include "train/resident_memory.h"
+#include "train/run_records.h"
 #include "train/run_setup.h"
 #include "train/save_dir.h"
 #include "train/setting_checks.h"
@@ -40,6 +42,9 @@ void check_options(const TrainOptions& opt, int world) {
   TZ_CHECK(opt.steps >= 1, "--steps must be at least 1, got ", opt.steps);
   TZ_CHECK(opt.micro_batch >= 1, "--micro-batch must be at least 1, got ", opt.micro_batch);
   TZ_CHECK(opt.grad_accum >= 1, "--grad-accum must be at least 1, got ", opt.grad_accum);
+  TZ_CHECK(opt.straggler_delay_rank < world, "--straggler-test-delay-ms names rank ",
+           opt.straggler_delay_rank, ", and the job has ", world, " rank", world == 1 ? "" : "s", " (0 to ",
+           world - 1, "); name one of them");
   if (opt.train_batch_size > 0)
     TZ_CHECK(opt.train_batch_size == opt.micro_batch * opt.grad_accum * world, "train_batch_size ",
              opt.train_batch_size, " must equal train_micro_batch_size_per_gpu (", opt.micro_batch,
@@ -212,7 +217,11 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
   // Every output, before anything is created (the save-dir and its lock included); again below, once the
   // checkpoint being resumed is known and protected.
   on_every_rank(comm, "check the run's outputs", [&] {
-    if (comm.rank() == 0) check_outputs(opt);  // rank 0 writes them
+    if (comm.rank() != 0) return;  // rank 0 writes them
+    check_outputs(opt);
+    // A run that cannot resume starts afresh: --metrics may hold nothing yet (checked again below, for a
+    // --resume, once the run id is known).
+    if (opt.resume.empty()) check_metrics_file(opt.metrics, "", false);
   });
   std::unique_ptr<SaveDirLease> lease;  // the save-dir is this run's until it returns
   if (!opt.save_dir.empty()) lease = std::make_unique<SaveDirLease>(opt.save_dir, comm, opt.job_id);
@@ -225,6 +234,19 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
   std::unique_ptr<CheckpointReader> ckpt;
   if (!resume_dir.empty()) ckpt = open_resume(resume_dir, opt, comm, log);
   const std::string run_id = ckpt ? ckpt->manifest().run_id : fresh_run_id(opt, comm);
+  const bool resumed = ckpt != nullptr;
+  // --metrics belongs to one run: checked and opened (appending) by rank 0 before the run allocates.
+  MetricsFile metrics;
+  on_every_rank(comm, "open --metrics " + opt.metrics, [&] {
+    if (comm.rank() != 0 || opt.metrics.empty()) return;
+    check_metrics_file(opt.metrics, run_id, resumed);
+    metrics = MetricsFile(opt.metrics);
+  });
+  if (metrics.cut_bytes() > 0)
+    log("--metrics " + opt.metrics + ": cut off a partial last line (" + std::to_string(metrics.cut_bytes()) +
+        " bytes, a record a kill interrupted mid-write)");
+  RunIdentity id{run_id, all_gather_strings(comm, this_host()),
+                 std::uint64_t(opt.micro_batch) * opt.seq_len * opt.grad_accum * comm.size()};
   if (lease && comm.rank() == 0)
     log("checkpoints go to " + opt.save_dir + " (run " + (run_id.empty() ? "id none: its checkpoint predates run ids" : run_id) +
         (ckpt ? ", continued" : ", new") + ")");
@@ -246,7 +268,8 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
   TrainResult result;
   const int start = ckpt ? resume_at(opt, comm, *ckpt, run, log) : 0;
   ckpt.reset();
-  Loop loop(opt, comm, log, hooks, run, stop, start);
+  metrics.write(run_marker_record(resumed ? "resume" : "start", start, id, opt, run.plan));
+  Loop loop(opt, comm, log, hooks, run, stop, start, metrics, id);
   int last = start, saved = start;
   // Whether any rank has had a second signal (collective, on every rank alike): from then on the run
   // does nothing but finish its step and save it.
@@ -320,6 +343,8 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
     result.stop_signals = signals.most;
     result.stop_rank = signals.rank;
   }
+  loop.finish();
+  metrics.write(run_end_record(last, signals.signal));
   return result;
 }
 

@@ -20,14 +20,14 @@ common=(train --zero-stage 3 --offload-optimizer nvme --nvme-path "$d" --param-p
   --metrics "$d/killed.jsonl" > "$d/killed.log" 2>&1 &
 job=$!
 for _ in $(seq 3000); do  # until step 11 is reported: step 12 is running
-  [ "$(metrics_text "$d/killed.jsonl" | grep -c '"step":')" -ge 11 ] && break
+  [ "$(metrics_steps "$d/killed.jsonl")" -ge 11 ] && break
   sleep 0.01
 done
 pid=$(rank_pid "$job" 1)
 [ -n "$pid" ] || { echo "ckpt_kill_resume.sh: rank 1 not found"; exit 1; }
 kill -9 "$pid"
 wait "$job" && { echo "ckpt_kill_resume.sh: the killed job exited 0"; exit 1; }
-steps=$(metrics_text "$d/killed.jsonl" | grep -c '"step":')
+steps=$(metrics_steps "$d/killed.jsonl")
 echo "ckpt_kill_resume.sh: rank 1 killed with $steps steps reported"
 [ "$steps" -ge 11 ] && [ "$steps" -lt 20 ] || { echo "ckpt_kill_resume.sh: the kill missed steps 12-19"; exit 1; }
 [ "$(cat "$d/ckpt/latest")" = step-00000010 ] || { echo "ckpt_kill_resume.sh: latest is not step-00000010"; exit 1; }

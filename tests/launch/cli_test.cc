@@ -138,7 +138,8 @@ TEST(Cli, TrainRunsAndPrintsAProgressLinePerStep) {
   for (int s = 1; s <= 3; ++s) {
     const std::string progress = "step +" + std::to_string(s) +
                                  "/3 \\| loss [0-9]+\\.[0-9]{4} \\| lr [0-9.e+-]+ \\| norm [0-9.]+ \\| +[0-9.]+ ms "
-                                 "\\(comm wait [0-9.]+\\) \\| [0-9]+ tok/s \\| device .+ \\| host .+ \\| optimizer [0-9.]+ ms";
+                                 "\\(comm wait [0-9.]+\\) \\| [0-9]+ tok/s \\| device .+ \\| host .+ \\| optimizer [0-9.]+ ms "
+                                 "\\| eta [0-9]+(s|m[0-9]{2}s|h[0-9]{2}m)";
     EXPECT_TRUE(line_matching(progress)) << "no line matching '" << progress << "' in\n" << r.out;
   }
   const std::string val = "step 3 \\| val loss [0-9]+\\.[0-9]{4} \\([0-9]+ batches x 1 rank\\)";

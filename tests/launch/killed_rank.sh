@@ -12,7 +12,7 @@ trap 'rm -rf "$d"' EXIT
   --metrics "$d/metrics.jsonl" &
 job=$!
 for _ in $(seq 300); do
-  [ "$(metrics_lines "$d/metrics.jsonl")" -ge 3 ] && break
+  [ "$(metrics_steps "$d/metrics.jsonl")" -ge 3 ] && break
   sleep 0.1
 done
 pid=$(rank_pid "$job" 1)
@@ -21,5 +21,5 @@ start=$(date +%s%N)
 kill -9 "$pid"
 wait "$job"
 rc=$?
-echo "killed_rank.sh: SIGKILL to rank 1 after $(metrics_lines "$d/metrics.jsonl") steps; the job ended with $rc after $(( ($(date +%s%N) - start) / 1000000 )) ms"
+echo "killed_rank.sh: SIGKILL to rank 1 after $(metrics_steps "$d/metrics.jsonl") steps; the job ended with $rc after $(( ($(date +%s%N) - start) / 1000000 )) ms"
 exit $rc

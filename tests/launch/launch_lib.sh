@@ -22,13 +22,13 @@ rank_pid() {
   done
 }
 
-# metrics_text FILE: the records written so far to a --metrics FILE: the file itself once the run has
-# ended, else its in-progress temporary (FILE.tmp.XXXXXX, renamed to FILE when the run ends, however it
-# ends short of SIGKILL); nothing when there is neither. metrics_lines FILE counts them.
+# metrics_text FILE: the whole records written so far to a --metrics FILE, which rank 0 appends to as it
+# makes them (a last line not yet ended is left out); nothing when there is no FILE yet. metrics_lines FILE
+# counts them; metrics_steps FILE counts the training steps among them (the records with a "loss": not the
+# start, resume and end records, nor the validations).
 metrics_text() {
-  local f
-  for f in "$1" "$1".tmp.*; do
-    [ -f "$f" ] && { cat "$f"; return 0; }
-  done
+  [ -f "$1" ] || return 0
+  awk '/\}$/' "$1"
 }
 metrics_lines() { metrics_text "$1" | wc -l; }
+metrics_steps() { metrics_text "$1" | grep -c '"loss":'; }

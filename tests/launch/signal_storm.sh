@@ -33,12 +33,12 @@ for r in $(seq "$runs"); do
   if ((rank)); then "${mpirun_args[@]}" "${cmd[@]}" > "$w/log" 2>&1 & else "${cmd[@]}" > "$w/log" 2>&1 & fi
   job=$!
   for _ in $(seq 300); do  # until training has begun (the handlers are installed before step 1)
-    [ "$(metrics_lines "$w/m.jsonl")" -ge 1 ] && break
+    [ "$(metrics_steps "$w/m.jsonl")" -ge 1 ] && break
     sleep 0.05
   done
   pid=$job
   ((rank)) && pid=$(rank_pid "$job" 1)
-  [ -n "$pid" ] && [ "$(metrics_lines "$w/m.jsonl")" -ge 1 ] || { kill "$job"; fail "training never began"; }
+  [ -n "$pid" ] && [ "$(metrics_steps "$w/m.jsonl")" -ge 1 ] || { kill "$job"; fail "training never began"; }
   sleep "0.$((RANDOM % 200))"
   k=$((2 + RANDOM % 4)) at=$((RANDOM % 3)) sent=""
   t0=$(date +%s%N)

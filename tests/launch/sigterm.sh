@@ -22,12 +22,12 @@ extra=()
   --save-safetensors "$d/model.safetensors" "${extra[@]}" &
 job=$!
 for _ in $(seq 200); do  # until a few steps are done
-  [ "$(metrics_lines "$d/metrics.jsonl")" -ge 3 ] && break
+  [ "$(metrics_steps "$d/metrics.jsonl")" -ge 3 ] && break
   sleep 0.1
 done
 pid=$(rank_pid "$job" 1)
 [ -n "$pid" ] || { echo "sigterm.sh: rank 1 not found"; kill "$job"; exit 1; }
-echo "sigterm.sh: SIG$sig to rank 1 (pid $pid) after $(metrics_lines "$d/metrics.jsonl") steps"
+echo "sigterm.sh: SIG$sig to rank 1 (pid $pid) after $(metrics_steps "$d/metrics.jsonl") steps"
 kill -"$sig" "$pid"
 wait "$job"
 rc=$?
@@ -35,8 +35,12 @@ rc=$?
 left=$(find "$d" -mindepth 1 -maxdepth 1 -name 'tierzero-*' | wc -l)
 [ "$left" -eq 0 ] || { echo "sigterm.sh: $left NVMe store folder(s) left behind"; exit 1; }
 echo "sigterm.sh: model saved, no store left behind"
+# The metrics end with the end record of the step it stopped after, naming the signal (issue 32).
+want_end="{\"event\":\"end\",\"signal\":$(kill -l "$sig"),\"step\":$(metrics_steps "$d/metrics.jsonl")}"
+[ "$(tail -n 1 "$d/metrics.jsonl")" = "$want_end" ] ||
+  { echo "sigterm.sh: the last metrics line is '$(tail -n 1 "$d/metrics.jsonl")', not '$want_end'"; exit 1; }
 [ "$ckpt" = 1 ] || exit $rc
-steps=$(grep -v val_loss "$d/metrics.jsonl" | grep -c '"step":')
+steps=$(metrics_steps "$d/metrics.jsonl")
 [ "$(cat "$d/ckpt/latest")" = "$(printf 'step-%08d' "$steps")" ] ||
   { echo "sigterm.sh: latest is '$(cat "$d/ckpt/latest")', not the checkpoint of step $steps"; exit 1; }
 "${mpirun_args[@]}" "$tierzero" "${common[@]}" --steps $((steps + 3)) --save-dir "$d/ckpt" --resume latest \

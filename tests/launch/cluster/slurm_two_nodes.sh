@@ -24,6 +24,7 @@ W=$TZC_WORK
 
 offload=(--offload-optimizer cpu)
 srun_once() {  # srun_once TRY : one srun across the two nodes, its output in $W/srun-TRY.log
+  rm -f "$W/srun.jsonl"  # a retry is a new run: --metrics refuses another run's records
   tzc_log "srun -N 2 -n 2 --mpi=pmix from node0 (try $1): micro-batch 2, ZeRO-3, --offload-optimizer cpu"
   tzc_run 40 "$TZC_NODE" node0 srun --mpi=pmix -N 2 -n 2 --ntasks-per-node=1 --cpus-per-task=1 \
     --kill-on-bad-exit=1 --label "$TZC_TIERZERO" "${TZC_TRAIN_FLAGS[@]}" --micro-batch 2 "${offload[@]}" \
