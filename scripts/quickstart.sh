@@ -11,6 +11,8 @@ SUDO=""
 if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
 $SUDO cmake --install build
 mkdir -p out
+# A rerun is a new run, and --metrics refuses a file holding another run's records: the last run's go.
+rm -f out/quickstart-metrics.jsonl
 ROOT_FLAG=""
 if [ "$(id -u)" -eq 0 ]; then ROOT_FLAG="--allow-run-as-root"; fi  # Open MPI refuses root without it
 THREADS=$(( $(nproc) / 2 ))

@@ -6,6 +6,7 @@ set -euo pipefail
 OUT=${OUT:-out/tutorial-1}
 STEPS=${STEPS:-10}
 mkdir -p "$OUT"
+rm -f "$OUT/metrics.jsonl"  # a rerun is a new run: --metrics refuses another run's records
 MODEL=(--model gpt2 --dtype bf16 --seq-len 128 --micro-batch 2)   # GPT-2 124M: 2.2 GB of training states
 
 echo "== 1. On the device alone it does not fit in 1 GiB"

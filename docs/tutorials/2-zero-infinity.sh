@@ -8,6 +8,7 @@ NVME=${NVME:-$OUT/nvme}      # a folder on an NVMe drive (here: wherever OUT is)
 STEPS=${STEPS:-10}
 RANKS=${RANKS:-2}
 mkdir -p "$OUT" "$NVME"
+rm -f "$OUT/metrics.jsonl"  # a rerun is a new run: --metrics refuses another run's records
 MPIRUN=(mpirun -np "$RANKS" --bind-to none -x OMP_NUM_THREADS=1)
 [ "$(id -u)" -eq 0 ] && MPIRUN+=(--allow-run-as-root)
 [ "$RANKS" -gt "$(getconf _NPROCESSORS_ONLN)" ] && MPIRUN+=(--oversubscribe)
@@ -25,4 +26,4 @@ tierzero plan "${MODEL[@]}" "${INFINITY[@]}" --world "$RANKS"
 "${MPIRUN[@]}" tierzero train "${MODEL[@]}" "${INFINITY[@]}" --steps "$STEPS" --log-every 5 --val-batches 2 \
   --metrics "$OUT/metrics.jsonl"
 echo "== 3. NVMe traffic of the last step (optimizer states, parameter shards)"
-tail -n 2 "$OUT/metrics.jsonl" | head -n 1 | grep -o '"offload":{.*}},"peak' | sed 's/,"peak$//'
+grep '"offload"' "$OUT/metrics.jsonl" | tail -n 1 | grep -o '"offload":{.*}},"peak' | sed 's/,"peak$//'

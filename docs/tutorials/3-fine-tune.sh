@@ -13,6 +13,7 @@ SHARD_SIZE=${SHARD_SIZE:-}  # the tuned folder's most bytes per safetensors file
 TOKENS=${TOKENS:-}
 VAL_TOKENS=${VAL_TOKENS:-}
 mkdir -p "$OUT"
+rm -f "$OUT/metrics.jsonl"  # a rerun is a new run: --metrics refuses another run's records
 if [ -z "$MODEL_DIR" ]; then
   # A Llama 3-shaped folder at 17M parameters: GQA (8 query heads, 2 key-value heads), rope theta 500000,
   # BF16 weights in 2 shards with their index, a 256-token vocabulary for the byte-level tokens below.
@@ -50,7 +51,7 @@ tierzero train --init-from "$MODEL_DIR" --data "$TOKENS" "${VAL[@]}" --dtype bf1
   --save-hf "$OUT/tuned" --save-hf-dtype bf16 --save-hf-shard-size "${SHARD_SIZE:-5e9}"
 ls -l "$OUT/tuned"
 # Host memory (the host tier's bytes in use) and the optimizer's time, per step, from the metrics.
-grep -v val_loss "$OUT/metrics.jsonl" | jq -r '[.step, .bytes.host / 1048576, .ms.optimizer, .ms.step, .loss] | @tsv' \
+jq -r 'select(has("loss")) | [.step, .bytes.host / 1048576, .ms.optimizer, .ms.step, .loss] | @tsv' "$OUT/metrics.jsonl" \
   > "$OUT/per-step.tsv"
 echo "step  host MiB  optimizer ms  step ms  loss"
 awk '{printf "%4d %9.1f %13.1f %8.1f %6.3f\n", $1, $2, $3, $4, $5}' "$OUT/per-step.tsv"
