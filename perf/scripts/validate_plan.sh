@@ -77,7 +77,7 @@ run() {  # run NAME WORLD THREADS MODEL_ARRAY_NAME FLAGS...   (WORLD "2h": 2 ran
       --metrics "$work/m.jsonl" > "$work/run.log" 2>&1 || rc=$?
   fi
   ((rc == 0)) || { cat "$work/run.log"; exit 1; }
-  measured=$(grep -v val_loss "$work/m.jsonl" | tail -n 9 | grep -o '"step":[0-9.e+-]*}' | sed 's/"step":\(.*\)}/\1/' |
+  measured=$(grep '"loss"' "$work/m.jsonl" | tail -n 9 | grep -o '"step":[0-9.e+-]*}' | sed 's/"step":\(.*\)}/\1/' |
              sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')
   grew=$(grep -o "resident set (VmHWM) grew [0-9.]* [KMG]*i*B" "$work/run.log" | awk '{print $5, $6}')
   grew=$(to_bytes $grew)
