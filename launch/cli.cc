@@ -30,6 +30,7 @@ const char* kUsage =
     "  ckpt    checkpoints: `tierzero ckpt inspect PATH` (summary, checksums verified),\n"
     "          `tierzero ckpt export PATH --to model.safetensors` (one file, Hugging Face's names),\n"
     "          `tierzero ckpt export PATH --format hf --to DIR` (a Hugging Face model folder)\n"
+    "  report  plots of a --metrics file as PNG and one HTML page: `tierzero report run.jsonl`\n"
     "  doctor  what this machine offers: CPU ISA, GPUs, CUDA libraries, locked memory, NVMe paths, MPI\n"
     "  data    prepare token files: `tierzero data prepare --input FILE... --output train.bin`\n"
     "  bench   benchmarks: step, comm, adam, io, offload, calibrate, gpu-matmul, gpu-attention,\n"
@@ -67,6 +68,7 @@ int run_cli(int argc, char** argv) {
     if (cmd == "bench") return bench_command(args);
     if (cmd == "ckpt") return ckpt_command(args);
     if (cmd == "doctor") return doctor_command(args);
+    if (cmd == "report") return report_command(args);
     std::fprintf(stderr, "tierzero: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
     return 2;
   } catch (const Error& e) {

@@ -12,5 +12,6 @@ int data_command(const std::vector<std::string>& args);
 int bench_command(const std::vector<std::string>& args);
 int ckpt_command(const std::vector<std::string>& args);
 int doctor_command(const std::vector<std::string>& args);
+int report_command(const std::vector<std::string>& args);
 
 }  // namespace tz

@@ -28,7 +28,7 @@ FlagTable flag_table(std::string command, boost::program_options::options_descri
 }
 
 // Each command file's tables (launch/*_cmd.cc), and all of them in the order the help lists them:
-// train, plan, data, ckpt, bench, doctor.
+// train, plan, data, ckpt, report, bench, doctor.
 std::vector<FlagTable> train_flag_tables();
 std::vector<FlagTable> plan_flag_tables();
 std::vector<FlagTable> data_flag_tables();
@@ -36,6 +36,7 @@ std::vector<FlagTable> ckpt_flag_tables();
 std::vector<FlagTable> bench_flag_tables();
 std::vector<FlagTable> bench_gpu_flag_tables();
 std::vector<FlagTable> doctor_flag_tables();
+std::vector<FlagTable> report_flag_tables();
 std::vector<FlagTable> all_flag_tables();
 
 }  // namespace tz
