@@ -143,8 +143,11 @@ TEST(CollectiveGroups, TheEngineNeverWaitsInsideAGroupAndTheLossesAreUnchanged) 
     std::size_t largest = 0;
     for (const auto& g : checking.groups) largest = std::max(largest, g.kinds.size());
     EXPECT_GE(largest, 2u) << "stage " << stage << ": no group held more than one collective";
-    // Outside groups: the checkpoint-free run's only other all-gathers are the settings agreement's.
-    if (stage == 3) EXPECT_LE(checking.ungrouped_all_gathers, 4) << "stage 3 gathers outside a group";
+    // Outside groups: the checkpoint-free run's only other all-gathers are the settings agreement's (at
+    // most 4), the ranks' host names at the start (2: lengths, then the names) and the one small gather of
+    // every rank's figures after each step (train/rank_stats.h).
+    if (stage == 3)
+      EXPECT_LE(checking.ungrouped_all_gathers, 4 + 2 + tiny(stage).steps) << "stage 3 gathers outside a group";
   }
 }
 
