@@ -113,11 +113,15 @@ function(tz_add_mpi_test name)
 endfunction()
 
 # A command that ends a job (a failure, a timeout), run through tests/common/expect_exit.sh: ctest passes
-# it only when the exit status, the elapsed-time bound and the output patterns all hold. SKIP_STATUS K:
+# it only when the exit status, the elapsed-time bound and the output patterns all hold (and, for a
+# failure, its output holds no developer text unless ALLOW_DEBUG_TEXT: expect_exit.sh). SKIP_STATUS K:
 # a command that exits K cannot run on this machine (it prints why), and ctest shows the test skipped.
 function(tz_add_exit_test name)
-  cmake_parse_arguments(ARG "" "STATUS;MAX_SECONDS;TIMEOUT;SKIP_STATUS" "COMMAND;REGEX;ABSENT;LABELS" ${ARGN})
+  cmake_parse_arguments(ARG "ALLOW_DEBUG_TEXT" "STATUS;MAX_SECONDS;TIMEOUT;SKIP_STATUS" "COMMAND;REGEX;ABSENT;LABELS" ${ARGN})
   set(checks)
+  if(ARG_ALLOW_DEBUG_TEXT)
+    list(APPEND checks --allow-debug-text)
+  endif()
   if(ARG_SKIP_STATUS)
     list(APPEND checks --skip-status ${ARG_SKIP_STATUS})
   endif()

@@ -1,5 +1,8 @@
-// tz::Error and the check-macro family: every failed check records the statement, function,
-// file:line and the rank/host from the process's log context, and throws.
+// tz::Error and the check-macro family. A failed check throws an Error whose what() is the text for
+// people (WHAT: WHY; WHAT TO DO, naming the file, field, flag or rank) and whose debug() is the text for
+// developers: the check's kind, statement, function and file:line, with the rank, host and device.
+// launch/ prints what() as "tierzero: error: ..." and debug() only with --debug or TZ_DEBUG=1, or for an
+// internal error: a check with no message, an invariant of tierzero's own (a bug, not the input).
 #pragma once
 
 #include <cerrno>
@@ -24,12 +27,31 @@ const LogContext& log_context();
 
 class Error : public std::runtime_error {
  public:
-  explicit Error(const std::string& what) : std::runtime_error(what) {}
+  explicit Error(const std::string& what, std::string debug = "", bool internal = false)
+      : std::runtime_error(what), debug_(std::move(debug)), internal_(internal) {}
+  // "[rank R host H device D] KIND [statement] in FUNCTION at FILE:LINE" ("" for an Error made directly).
+  const std::string& debug() const { return debug_; }
+  // A check without a message failed: tierzero's own invariant, so a bug to report.
+  bool internal() const { return internal_; }
+
+ private:
+  std::string debug_;
+  bool internal_ = false;
 };
 
-// Builds the full message: "[rank R host H device D] what (statement) in func at file:line".
+// Throws an Error: what() = detail (for a check without one, a sentence saying an internal check failed),
+// debug() = "[rank R host H device D] kind [stmt] in func at file:line".
 [[noreturn]] void throw_error(const char* kind, const char* stmt, const char* func, const char* file, int line,
                               const std::string& detail);
+
+// Whether an error's debug() is printed too (--debug, TZ_DEBUG=1): launch/ sets it once.
+void set_debug_errors(bool on);
+bool debug_errors();
+
+// What a command prints for an exception that ended it, one or two lines, each ending in a newline:
+// "tierzero: error: [rank R (host H): ]WHAT", then "tierzero: debug: DEBUG" with --debug or TZ_DEBUG=1,
+// or for an internal error always (with a request to report it).
+std::string error_report(const std::exception& e);
 
 // Writes a line prefixed by the rank to stderr.
 void log_line(const std::string& msg);

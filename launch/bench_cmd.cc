@@ -189,12 +189,9 @@ int bench_comm(const std::vector<std::string>& args) {
   nlohmann::json result;
   try {
     result = run_comm_bench(comm, o, json);
-  } catch (const Error& e) {
-    // The other ranks may be inside a collective this rank will never join: end the job, do not let it hang.
-    std::fprintf(stderr, "tierzero bench comm failed: %s\n", e.what());  // tz::Error names the rank
-    comm.abort(1);
   } catch (const std::exception& e) {
-    log_line(std::string("tierzero bench comm failed: ") + e.what());
+    // The other ranks may be inside a collective this rank will never join: end the job, do not let it hang.
+    std::fputs(error_report(e).c_str(), stderr);
     comm.abort(1);
   }
   if (json && comm.rank() == 0) std::cout << result.dump() << "\n";

@@ -47,7 +47,7 @@ int run_cli(int argc, char** argv) {
   try {
     world = discover_world();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "tierzero: %s\n", e.what());
+    std::fputs(error_report(e).c_str(), stderr);
     return 2;
   }
   set_log_context(LogContext{world.rank, world.size, world.host, "cpu"});
@@ -60,7 +60,14 @@ int run_cli(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   std::string cmd = argv[1];
-  std::vector<std::string> args(argv + 2, argv + argc);
+  std::vector<std::string> args;
+  // --debug, anywhere after the command: errors print where in tierzero they were raised (as TZ_DEBUG=1).
+  for (int i = 2; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--debug"))
+      set_debug_errors(true);
+    else
+      args.emplace_back(argv[i]);
+  }
   try {
     if (cmd == "train") return train_command(args);
     if (cmd == "plan") return plan_command(args);
@@ -69,13 +76,10 @@ int run_cli(int argc, char** argv) {
     if (cmd == "ckpt") return ckpt_command(args);
     if (cmd == "doctor") return doctor_command(args);
     if (cmd == "report") return report_command(args);
-    std::fprintf(stderr, "tierzero: unknown command '%s'\n\n%s", cmd.c_str(), kUsage);
+    std::fprintf(stderr, "tierzero: error: unknown command '%s'; the commands are below\n\n%s", cmd.c_str(), kUsage);
     return 2;
-  } catch (const Error& e) {
-    std::fprintf(stderr, "tierzero %s failed: %s\n", cmd.c_str(), e.what());  // tz::Error names the rank
-    return 1;
   } catch (const std::exception& e) {
-    log_line(std::string("tierzero ") + cmd + " failed: " + e.what());
+    std::fputs(error_report(e).c_str(), stderr);
     return 1;
   }
 }

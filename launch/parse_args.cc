@@ -21,7 +21,7 @@ bool parse_args(const std::vector<std::string>& args, const po::options_descript
     }
     po::notify(vm);
   } catch (const po::error& e) {
-    TZ_FAIL("tierzero ", command, ": ", e.what(), " (see tierzero ", command, " --help)");
+    TZ_FAIL("tierzero ", command, ": ", e.what(), "; see `tierzero ", command, " --help` for its flags");
   }
   return true;
 }

@@ -123,7 +123,7 @@ int train_command(const std::vector<std::string>& args) {
     if (r.stop_signal > 0) return report_stop(r, comm->rank() == 0);
   } catch (const std::exception& e) {
     // Stop every rank now: the others may be waiting in a collective for this one.
-    std::fprintf(stderr, "tierzero train failed: %s\n", e.what());
+    std::fputs(error_report(e).c_str(), stderr);
     std::fflush(stderr);
     if (comm->size() > 1) comm->abort(1);
     return 1;

@@ -10,14 +10,18 @@
 # (grep -E) and no --absent-regex does; otherwise exits 1, saying which check failed. With
 # --skip-status K, a command that exits K (it says it cannot run on this machine) makes this exit K
 # too, without checks, so that ctest (SKIP_RETURN_CODE K) reports a skip, never a pass.
+# A command expected to fail (a status other than 0) must fail with errors written for people (issue
+# 32): no line of its output may hold "check failed", a source position (file.cc:123) or a bracketed C++
+# predicate ([a && b], [x == y], [f(x)]); --allow-debug-text lifts this for a test that asks for them
+# (--debug, TZ_DEBUG=1) or runs an internal probe.
 set -u
 
 usage() {
-  echo "usage: $0 --status N|nonzero --max-seconds S [--skip-status K] [--regex ERE]... [--absent-regex ERE]... -- command args..." >&2
+  echo "usage: $0 --status N|nonzero --max-seconds S [--skip-status K] [--regex ERE]... [--absent-regex ERE]... [--allow-debug-text] -- command args..." >&2
   exit 2
 }
 
-status="" max_seconds="" skip_status="" regexes=() absent=()
+status="" max_seconds="" skip_status="" regexes=() absent=() allow_debug=0
 while (($#)); do
   case "$1" in
     --status) (($# >= 2)) || usage; status="$2"; shift 2 ;;
@@ -25,6 +29,7 @@ while (($#)); do
     --skip-status) (($# >= 2)) || usage; skip_status="$2"; shift 2 ;;
     --regex) (($# >= 2)) || usage; regexes+=("$2"); shift 2 ;;
     --absent-regex) (($# >= 2)) || usage; absent+=("$2"); shift 2 ;;
+    --allow-debug-text) allow_debug=1; shift ;;
     --) shift; break ;;
     *) echo "$0: unknown argument '$1'" >&2; usage ;;
   esac
@@ -64,6 +69,11 @@ for re in "${absent[@]+"${absent[@]}"}"; do
     failures+=("output matches /$re/, which must be absent: $(grep -Em1 -- "$re" "$out")")
   fi
 done
+# Developer text in a failure's output: what the error-text rule above refuses.
+debug_text='check failed|[A-Za-z0-9_]\.(cc|h|cu|cpp):[0-9]+|\[[^]]*(&&|\|\||==|!=|->|::|[A-Za-z_]\()[^]]*\]'
+if [[ "$status" != 0 ]] && ((!allow_debug)) && grep -Eq -- "$debug_text" "$out"; then
+  failures+=("a failure's output holds developer text (check failed, a source position or a C++ predicate): $(grep -Em1 -- "$debug_text" "$out")")
+fi
 
 if ((${#failures[@]})); then
   echo "expect_exit: FAILED: $*" >&2

@@ -71,8 +71,8 @@ for line in open(sys.argv[1]):
     rc, hw, run, out, csvf = line.rstrip("\n").split("\t")
     text = open(out).read()
     where = f"{hw} {run}"
-    if "tierzero plan failed" in text:
-        error = next(l for l in text.splitlines() if "tierzero plan failed" in l)
+    if "tierzero: error:" in text:
+        error = next(l for l in text.splitlines() if "tierzero: error:" in l)
         field = hw.split("zero-", 1)[1] if hw.startswith("zero-") else None
         if rc != "1":
             bad.append(f"{where}: failed with exit {rc}")
