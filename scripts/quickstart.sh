@@ -24,3 +24,5 @@ mpirun -np 2 --oversubscribe --bind-to none $ROOT_FLAG -x OMP_NUM_THREADS="$THRE
   tierzero train --zero-stage 3 --offload-optimizer cpu --model tiny --n-layer 4 --n-head 4 --n-embd 128 \
   --seq-len 128 --micro-batch 4 --steps 1000 --lr 2e-3 --warmup 50 --lr-schedule cosine --min-lr 2e-4 \
   --log-every 50 --val-every 250 --metrics out/quickstart-metrics.jsonl --save-safetensors out/quickstart.safetensors
+# Its plots and one page: out/quickstart-metrics-report/report.html.
+tierzero report out/quickstart-metrics.jsonl

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `tierzero report` (issue 32): on a real 2-rank run's metrics it renders every plot, each 900 x 480 and
+# `tierzero report` (issue 32): on the quickstart job's metrics it renders every plot, each 900 x 480 and
 # holding data (grey variance above 550, where a frame with its grid, axes and title but no data
 # measures 441), and one page with the settings; a second report replaces the first; on a file resumed
 # and cut mid-line, and on one still being written, it reports what is whole;
@@ -15,9 +15,11 @@ trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$d"' EXIT
 cd "$d" || exit 1
 fail() { echo "report.sh: FAIL: $*"; exit 1; }
 plots="loss loss_tokens throughput phases comm_hidden memory nvme slowest_rank"
-# 1. A real run: 2 ranks, ZeRO stage 3, optimizer on the host, validation every 10 steps.
-"${mpi[@]}" "$tz" train --zero-stage 3 --offload-optimizer cpu --n-layer 2 --n-head 4 --n-embd 64 --seq-len 64 \
-  --micro-batch 4 --steps 40 --val-every 10 --val-batches 2 --log-every 0 --metrics m.jsonl > train.log 2>&1 ||
+# 1. The quickstart's job (scripts/quickstart.sh: 2 ranks, ZeRO stage 3, optimizer on the host, the same
+# model and schedule) for 40 of its 1000 steps, validating every 10.
+"${mpi[@]}" "$tz" train --zero-stage 3 --offload-optimizer cpu --model tiny --n-layer 4 --n-head 4 --n-embd 128 \
+  --seq-len 128 --micro-batch 4 --steps 40 --lr 2e-3 --warmup 5 --lr-schedule cosine --min-lr 2e-4 \
+  --val-every 10 --val-batches 2 --log-every 0 --metrics m.jsonl > train.log 2>&1 ||
   { cat train.log; fail "training"; }
 t0=$(date +%s%N)
 "$tz" report m.jsonl > report.log 2>&1 || { cat report.log; fail "report on the run's metrics"; }
@@ -29,7 +31,7 @@ for p in $plots; do files+=("m-report/$p.png"); done
 /usr/bin/python3 "$src/tests/launch/png_check.py" 900 480 "${PNG_FLOOR:-550}" "${files[@]}" || fail "a plot is blank or the wrong size"
 [ "$(grep -o 'data:image/png;base64,' m-report/report.html | wc -l)" = 8 ] || fail "the page does not hold the 8 plots"
 grep -q '<th>zero_stage</th><td>3</td>' m-report/report.html || fail "the page does not show the settings"
-echo "report.sh: a 2-rank run's metrics: 8 plots, each 900x480 and not blank, and the page with its settings (${ms} ms)"
+echo "report.sh: the quickstart job's metrics (2 ranks): 8 plots, each 900x480 and not blank, and the page with its settings (${ms} ms)"
 # A second report replaces the first, whole.
 touch m-report/stale.png
 "$tz" report m.jsonl > /dev/null 2>&1 || fail "a second report"
