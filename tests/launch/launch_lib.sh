@@ -32,3 +32,13 @@ metrics_text() {
 }
 metrics_lines() { metrics_text "$1" | wc -l; }
 metrics_steps() { metrics_text "$1" | grep -c '"loss":'; }
+# check_refusal WHAT REGEX RC MS LOG: a `tierzero train` that should have refused before training: exit
+# status RC must be 1, MS (its milliseconds) at most 5000, LOG must match REGEX and show no step trained.
+# Fails through the caller's fail().
+check_refusal() {
+  local what=$1 regex=$2 rc=$3 ms=$4 log=$5
+  [ "$rc" = 1 ] || { cat "$log"; fail "$what: exit $rc, not 1"; }
+  [ "$ms" -le 5000 ] || fail "$what: took $ms ms"
+  grep -Eq -- "$regex" "$log" || { cat "$log"; fail "$what: no message matching: $regex"; }
+  ! grep -Eq "^step +1/" "$log" || fail "$what: trained before refusing"
+}

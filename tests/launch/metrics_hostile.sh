@@ -6,6 +6,7 @@
 # byte). Mounts are made in a private mount namespace, seen by nothing else.
 # usage: metrics_hostile.sh TIERZERO      (exit 77, a skip, where a mount namespace cannot be made)
 set -u
+. "$(dirname "$0")/launch_lib.sh"
 tierzero=$1
 if [ -z "${TZ_MOUNT_NS:-}" ]; then
   TZ_MOUNT_NS=1 exec unshare -m --propagation private bash "$0" "$@" 2>/dev/null ||
@@ -36,10 +37,7 @@ expect() {
   timeout 30 "$tierzero" train --steps 2 --log-every 1 --val-batches 1 "$@" > "$d/out.log" 2>&1
   rc=$?
   ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-  [ "$rc" = 1 ] || { cat "$d/out.log"; fail "$what: exit $rc, not 1"; }
-  [ "$ms" -le 5000 ] || fail "$what: took $ms ms"
-  grep -Eq -- "$regex" "$d/out.log" || { cat "$d/out.log"; fail "$what: no message matching: $regex"; }
-  grep -Eq "^step +1/" "$d/out.log" && fail "$what: trained before refusing"
+  check_refusal "$what" "$regex" "$rc" "$ms" "$d/out.log"
   [ -p "$d/fifo" ] || fail "$what: the FIFO is no longer a FIFO"
   [ "$(sums)" = "$before" ] || fail "$what: a file changed"
   n=$((n + 1))

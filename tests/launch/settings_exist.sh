@@ -6,6 +6,7 @@
 # every accepted form, numa:N among them.
 # usage: settings_exist.sh TIERZERO
 set -u
+. "$(dirname "$0")/launch_lib.sh"
 tierzero=$1
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
@@ -25,10 +26,7 @@ refuse() {  # refuse WHAT REGEX ARGS...: train exits 1 within 5 s, the message, 
   "$tierzero" train --steps 2 --log-every 1 "$@" > "$d/out.log" 2>&1
   rc=$?
   ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-  [ "$rc" = 1 ] || { cat "$d/out.log"; fail "$what: exit $rc, not 1"; }
-  [ "$ms" -le 5000 ] || fail "$what: took $ms ms"
-  grep -Eq -- "$regex" "$d/out.log" || { cat "$d/out.log"; fail "$what: no message matching: $regex"; }
-  grep -Eq "^step +1/" "$d/out.log" && fail "$what: trained before refusing"
+  check_refusal "$what" "$regex" "$rc" "$ms" "$d/out.log"
   echo "settings_exist.sh: train $what: refused in $ms ms"
 }
 refuse "--numa-mem $n=1G" "the numa:$n tier \\(--numa-mem $n=SIZE\\): NUMA node $n has no memory" --numa-mem "$n=1G"
