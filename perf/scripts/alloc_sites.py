@@ -6,6 +6,7 @@
 # frames), "oneDNN scratch" (oneDNN frames), "data loader" (tierzero's token files and loaders),
 # "libraries" (other libraries' frames only: the C++ runtime, OpenMP, the loader) and "tierzero" (the
 # rest of tierzero's own code: what the plan does not hold and should, or says it cannot).
+# Name a report's frames with the very binaries that wrote it: after a rebuild the offsets point elsewhere.
 # usage: alloc_sites.py REPORT... [--top N]
 # Prints per report a line "class CLASS MIB" for each class (for scripts), then the table.
 import collections
