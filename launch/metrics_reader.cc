@@ -1,57 +1,115 @@
-// read_metrics: whole lines of the file as it is when opened, in order, markers applied.
+// read_metrics: whole lines of the file as it is when opened, in order, markers applied, 4 MiB at a time.
 #include "launch/metrics_reader.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
 #include <map>
 
 #include "core/error.h"
 #include "model/file_io.h"
 
 namespace tz {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+// The number at a dotted path ("ms.forward"), NaN when absent or not a number.
+double num(const nlohmann::json& j, const char* path) {
+  const nlohmann::json* at = &j;
+  for (const char* b = path;;) {
+    const char* e = b;
+    while (*e && *e != '.') ++e;
+    const std::string key(b, e);
+    if (!at->is_object()) return kNaN;
+    auto it = at->find(key);
+    if (it == at->end()) return kNaN;
+    at = &*it;
+    if (!*e) break;
+    b = e + 1;
+  }
+  return at->is_number() ? at->get<double>() : kNaN;
+}
+
+}  // namespace
+
+StepRow step_row(const nlohmann::json& j) {
+  StepRow r;
+  r.step = j["step"].get<int>();
+  r.tokens = num(j, "tokens"), r.loss = num(j, "loss"), r.tokens_per_s = num(j, "tokens_per_s"), r.step_ms = num(j, "ms.step");
+  r.data_ms = num(j, "ms.data"), r.forward_ms = num(j, "ms.forward"), r.backward_ms = num(j, "ms.backward");
+  r.optimizer_ms = num(j, "ms.optimizer"), r.hidden_fraction = num(j, "comm_overlap.hidden_fraction");
+  r.device_bytes = num(j, "bytes.device"), r.host_bytes = num(j, "bytes.host"), r.nvme_bytes = num(j, "bytes.nvme");
+  r.nvme_gbps = num(j, "offload.nvme.gbps"), r.nvme_params_gbps = num(j, "offload.nvme_params.gbps");
+  r.slowest_rank = num(j, "ranks.ms.step.slowest_rank");
+  r.straggler_rank = j.contains("straggler") && j["straggler"].is_object() ? num(j, "straggler.rank") : kNaN;
+  auto ranks = j.find("ranks");
+  if (ranks != j.end() && ranks->is_object() && ranks->contains("bytes") && (*ranks)["bytes"].contains("host") &&
+      (*ranks)["bytes"]["host"].is_array())
+    for (const nlohmann::json& b : (*ranks)["bytes"]["host"])
+      if (r.rank_host_bytes.size() < 8) r.rank_host_bytes.push_back(b.is_number() ? b.get<double>() : kNaN);
+  return r;
+}
 
 MetricsRun read_metrics(const std::string& path) {
   const InputFile f(path, "metrics file");  // refuses a folder, a device or a FIFO before any read
-  std::string text(f.size(), '\0');
-  if (!text.empty()) f.read_at(text.data(), text.size(), 0);  // what is there now: a writer may append more
+  const std::uint64_t size = f.size();      // what is there now: a writer may append more
   MetricsRun r;
-  std::map<int, nlohmann::json> steps;
+  std::map<int, StepRow> steps;
   std::map<int, double> val;
   std::size_t lines = 0;
-  for (std::size_t at = 0; at < text.size();) {
-    const std::size_t end = text.find('\n', at);
-    if (end == std::string::npos) {
-      r.cut_last_line = true;  // a record being written, or one a kill cut off
-      break;
-    }
-    const std::string line = text.substr(at, end - at);
-    at = end + 1;
-    if (line.empty()) continue;
+  auto line_read = [&](const std::string& line) {
+    if (line.empty()) return;
     ++lines;
     nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
     if (!j.is_object()) {
       ++r.unreadable;
-      continue;
+      return;
     }
-    const std::string event = j.value("event", "");
-    if (event == "start" || event == "resume") {
-      const int from = j.value("step", 0);
+    const auto event = j.find("event");
+    const auto step = j.find("step");
+    if (event != j.end() && (*event == "start" || *event == "resume")) {
+      const int from = step != j.end() && step->is_number_integer() ? step->get<int>() : 0;
       steps.erase(steps.upper_bound(from), steps.end());
       val.erase(val.upper_bound(from), val.end());
-      r.resumes += event == "resume";
+      r.resumes += *event == "resume";
       r.run = std::move(j);
-    } else if (j.contains("val_loss") && j["val_loss"].is_number() && j["step"].is_number_integer()) {
-      val[j["step"].get<int>()] = j["val_loss"].get<double>();
-    } else if (j.contains("loss") && j["step"].is_number_integer()) {
-      const int s = j["step"].get<int>();
-      steps[s] = std::move(j);
+    } else if (step == j.end() || !step->is_number_integer()) {
+      return;  // an end record, a profile
+    } else if (j.contains("val_loss") && j["val_loss"].is_number()) {
+      val[step->get<int>()] = j["val_loss"].get<double>();
+    } else if (j.contains("loss")) {
+      steps[step->get<int>()] = step_row(j);
+    }
+  };
+  std::string chunk(std::size_t(4) << 20, '\0'), pending;
+  for (std::uint64_t at = 0; at < size;) {
+    const std::size_t n = std::size_t(std::min<std::uint64_t>(chunk.size(), size - at));
+    f.read_at(chunk.data(), n, at);
+    at += n;
+    for (std::size_t b = 0; b < n;) {
+      const char* nl = static_cast<const char*>(std::memchr(chunk.data() + b, '\n', n - b));
+      if (!nl) {
+        pending.append(chunk, b, n - b);
+        break;
+      }
+      const std::size_t e = std::size_t(nl - chunk.data());
+      pending.append(chunk, b, e - b);
+      line_read(pending);
+      pending.clear();
+      b = e + 1;
     }
   }
-  TZ_CHECK(lines > 0, "metrics file ", path, " is empty: give the --metrics file of a run that has made a step");
+  r.cut_last_line = !pending.empty();  // a record being written, or one a kill cut off
+  TZ_CHECK(lines > 0, "metrics file ", path, r.cut_last_line ? " holds no whole line yet" : " is empty",
+           ": give the --metrics file of a run that has made a step");
   TZ_CHECK(r.unreadable < lines, "metrics file ", path, " holds no JSON records (", lines,
            " lines, none a JSON object): is it the file --metrics wrote?");
   TZ_CHECK(!steps.empty(), "metrics file ", path, " holds no training record (", lines,
            " lines read): the run has not finished a step yet, or the file is not a --metrics file");
-  for (auto& [s, j] : steps) r.steps.push_back(std::move(j));
+  r.steps.reserve(steps.size());
+  for (auto& [s, row] : steps) r.steps.push_back(std::move(row));
   r.val.assign(val.begin(), val.end());
   return r;
 }

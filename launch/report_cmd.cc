@@ -86,7 +86,9 @@ int report(const std::vector<std::string>& args) {
              "give another --out");
   const MetricsRun run = read_metrics(f.file);
   const fs::path parent = out.has_parent_path() ? out.parent_path() : fs::path(".");
-  const fs::path tmp = parent / ("." + out.filename().string() + ".tmp-" + std::to_string(getpid()));
+  std::string hidden(1, '.');  // appended piece by piece: GCC 12 warns (-Wrestrict) on one long + chain here
+  hidden.append(out.filename().string()).append(".tmp-").append(std::to_string(getpid()));
+  const fs::path tmp = parent / hidden;
   fs::remove_all(tmp, ec);
   TZ_CHECK(fs::create_directories(tmp, ec) && !ec, "--out '", f.out, "': cannot create '", tmp.string(), "' (",
            ec.message(), "); check that '", parent.string(), "' exists and is writable");

@@ -48,8 +48,8 @@ std::string report_html(const MetricsRun& run, const std::vector<Plot>& plots, c
        "td,th{border:1px solid #ccc;padding:2px 8px;text-align:left}img{max-width:100%}</style></head><body>\n";
   h << "<h1>tierzero report</h1>\n<p>From <code>" << escape(source) << "</code>";
   if (run.run.contains("run_id")) h << ", run <code>" << escape(text_of(run.run["run_id"])) << "</code>";
-  h << ": " << run.steps.size() << " training steps (" << text_of(run.steps.front()["step"]) << " to "
-    << text_of(run.steps.back()["step"]) << ")";
+  h << ": " << run.steps.size() << " training steps (" << run.steps.front().step << " to " << run.steps.back().step
+    << ")";
   if (run.resumes) h << ", resumed " << run.resumes << (run.resumes == 1 ? " time" : " times");
   if (!run.val.empty()) h << ", last validation loss " << run.val.back().second << " at step " << run.val.back().first;
   h << ".";

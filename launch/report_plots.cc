@@ -81,35 +81,30 @@ void run_gnuplot(const std::string& dir, const std::string& script) {
 std::vector<Plot> render_plots(const MetricsRun& run, const std::string& dir) {
   const double per_step = num(run.run, "tokens_per_step");
   const int world = std::isfinite(num(run.run, "world_size")) ? int(num(run.run, "world_size")) : 1;
-  // steps.tsv: step tokens loss tok/s data fwd+data ... (stacked) hidden dev host nvme nvme_gbps params_gbps slowest straggler
+  // steps.tsv: step tokens loss tok/s, the phases stacked (data, +forward, +backward, +optimizer), hidden
+  // fraction, device host nvme MiB, the two NVMe rates, slowest rank, straggler, then every rank's host MiB.
   std::ostringstream steps;
   double tokens = 0;
   bool any_nvme = false, any_ranks = false;
   int ranks_bytes = 0;
-  for (const nlohmann::json& j : run.steps) {
-    const double s = num(j, "step");
-    double t = num(j, "tokens");
-    if (!std::isfinite(t)) t = std::isfinite(per_step) ? s * per_step : tokens + num(j, "tokens_per_s") * num(j, "ms.step") / 1e3;
+  for (const StepRow& j : run.steps) {
+    const double s = j.step;
+    double t = j.tokens;
+    if (!std::isfinite(t)) t = std::isfinite(per_step) ? s * per_step : tokens + j.tokens_per_s * j.step_ms / 1e3;
     tokens = t;
-    const double d = num(j, "ms.data"), f = num(j, "ms.forward"), b = num(j, "ms.backward"), o = num(j, "ms.optimizer");
-    const double g1 = num(j, "offload.nvme.gbps"), g2 = num(j, "offload.nvme_params.gbps");
+    const double d = j.data_ms, f = j.forward_ms, b = j.backward_ms, o = j.optimizer_ms;
+    const double g1 = j.nvme_gbps, g2 = j.nvme_params_gbps;
     any_nvme |= std::isfinite(g1) || std::isfinite(g2);
-    double slowest = num(j, "ranks.ms.step.slowest_rank");
+    double slowest = j.slowest_rank;
     any_ranks |= std::isfinite(slowest);
     if (!std::isfinite(slowest)) slowest = 0;
-    const double straggler = j.contains("straggler") && j["straggler"].is_object() ? num(j, "straggler.rank") : kNaN;
-    steps << cell(s) << '\t' << cell(t) << '\t' << cell(num(j, "loss")) << '\t' << cell(num(j, "tokens_per_s")) << '\t'
-          << cell(d) << '\t' << cell(d + f) << '\t' << cell(d + f + b) << '\t' << cell(d + f + b + o) << '\t'
-          << cell(num(j, "comm_overlap.hidden_fraction")) << '\t' << cell(num(j, "bytes.device") / 1048576) << '\t'
-          << cell(num(j, "bytes.host") / 1048576) << '\t' << cell(num(j, "bytes.nvme") / 1048576) << '\t'
-          << cell(std::isfinite(g1) ? g1 : 0) << '\t' << cell(std::isfinite(g2) ? g2 : 0) << '\t' << cell(slowest)
-          << '\t' << cell(straggler);
-    // Every rank's host-tier bytes, when the record has them (columns 17...).
-    if (j.contains("ranks") && j["ranks"].contains("bytes") && j["ranks"]["bytes"].contains("host")) {
-      const nlohmann::json& hb = j["ranks"]["bytes"]["host"];
-      ranks_bytes = std::max(ranks_bytes, int(std::min<std::size_t>(hb.size(), 8)));
-      for (std::size_t r = 0; r < hb.size() && r < 8; ++r) steps << '\t' << cell(hb[r].get<double>() / 1048576);
-    }
+    steps << cell(s) << '\t' << cell(t) << '\t' << cell(j.loss) << '\t' << cell(j.tokens_per_s) << '\t' << cell(d) << '\t'
+          << cell(d + f) << '\t' << cell(d + f + b) << '\t' << cell(d + f + b + o) << '\t' << cell(j.hidden_fraction) << '\t'
+          << cell(j.device_bytes / 1048576) << '\t' << cell(j.host_bytes / 1048576) << '\t' << cell(j.nvme_bytes / 1048576)
+          << '\t' << cell(std::isfinite(g1) ? g1 : 0) << '\t' << cell(std::isfinite(g2) ? g2 : 0) << '\t' << cell(slowest)
+          << '\t' << cell(j.straggler_rank);
+    ranks_bytes = std::max(ranks_bytes, int(j.rank_host_bytes.size()));
+    for (double hb : j.rank_host_bytes) steps << '\t' << cell(hb / 1048576);
     steps << '\n';
   }
   write_text(dir + "/steps.tsv", steps.str());
