@@ -18,11 +18,16 @@ fail() { echo "live_metrics.sh: FAIL: $*"; exit 1; }
 # Steps of ~20-50 ms, so that a kill lands mid-run.
 common=(train --n-layer 4 --n-embd 128 --seq-len 128 --micro-batch 2 --log-every 0 --val-batches 1
         --save-dir "$d/ckpt" --save-every 3 --metrics "$d/m.jsonl")
-# check FILE PYTHON: every line of FILE a whole JSON object, then the Python statements on `recs`.
+# check FILE PYTHON [live]: every line of FILE a whole JSON object, then the Python statements on `recs`.
+# With "live", FILE was copied while the run wrote it: a copy racing the newest write(2) may end inside that
+# line (a regular file's reader is not held off by a writer), which then lacks its newline and is dropped,
+# as readers do; every line before it must be whole.
 check() {
-  /usr/bin/python3 - "$1" <<PY || fail "$2"
+  /usr/bin/python3 - "$1" "${4:-}" <<PY || fail "$2"
 import json, sys
 text = open(sys.argv[1]).read()
+if sys.argv[2] == "live" and not text.endswith("\n"):
+    text = text[:text.rfind("\n") + 1]
 assert text.endswith("\n"), "the last line is not whole"
 recs = [json.loads(l) for l in text.splitlines()]
 $3
@@ -43,7 +48,7 @@ assert recs[0]["event"] == "start" and recs[0]["world_size"] == 2 and len(recs[0
 steps = [r["step"] for r in recs if "loss" in r]
 assert len(steps) >= 12 and steps == list(range(1, len(steps) + 1)), steps
 assert all(len(r["ranks"]["bytes"]["device"]) == 2 for r in recs if "loss" in r)
-print("live_metrics.sh: read during the run: start record, steps 1-%d in order" % steps[-1])'
+print("live_metrics.sh: read during the run: start record, steps 1-%d in order" % steps[-1])' live
 # 2. kill -9 of the writer.
 pid=$(rank_pid "$job" 0)
 [ -n "$pid" ] || { kill "$job"; fail "rank 0 not found"; }
