@@ -181,7 +181,7 @@ int bench_comm(const std::vector<std::string>& args) {
   o.min_bytes = parse_bytes(min_bytes);
   o.max_bytes = parse_bytes(max_bytes);
   TZ_CHECK(o.min_bytes >= 1 && o.min_bytes <= o.max_bytes, "--min-bytes (", min_bytes,
-           ") must be at least 1 byte and at most --max-bytes (", max_bytes, ")");
+           ") must be at least 1 byte and at most --max-bytes (", max_bytes, "); lower --min-bytes or raise --max-bytes");
   TZ_CHECK(o.iters >= 1 && o.warmup_iters >= 0, "--iters must be at least 1 and --warmup-iters at least 0");
 
   auto world = make_mpi_world();

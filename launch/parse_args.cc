@@ -31,7 +31,7 @@ std::size_t parse_count(const std::string& flag, const std::string& text) {
   double v = std::strtod(text.c_str(), &end);
   TZ_CHECK(end && *end == '\0' && !text.empty(), "--", flag, " '", text, "' is not a number (e.g. 500000000 or 5e8)");
   TZ_CHECK(v >= 0 && v == std::floor(v) && v < 1e18, "--", flag, " must be a whole, non-negative element count, got ",
-           text);
+           text, "; give a count such as 500000000 or 5e8");
   return std::size_t(v);
 }
 

@@ -276,7 +276,8 @@ std::string num(double x) {
 }
 
 void check_range(double x, double lo, double hi, const char* flag, const char* unit) {
-  TZ_CHECK(x >= lo && x <= hi, "--", flag, " must be in [", num(lo), ", ", num(hi), "]", unit, ", got ", num(x));
+  TZ_CHECK(x >= lo && x <= hi, "--", flag, " must be in [", num(lo), ", ", num(hi), "]", unit, ", got ", num(x),
+           "; give a value in that range (the flag or its --config key)");
 }
 
 void check_numbers(const TrainFlags& f) {

@@ -21,7 +21,7 @@ namespace tz {
 std::string checkpoint_folder(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::exists(path + "/manifest.json", ec)) return path;
-  TZ_CHECK(std::filesystem::is_directory(path, ec), "'", path, "' is not a checkpoint folder (no such folder)");
+  TZ_CHECK(std::filesystem::is_directory(path, ec), "'", path, "' is not a checkpoint folder (no such folder); give a step folder of a --save-dir, such as SAVE_DIR/step-00000100");
   std::string note;
   const std::string dir = latest_checkpoint(path, &note);
   TZ_CHECK(!dir.empty(), "'", path, "' is neither a checkpoint (no manifest.json) nor a folder holding a checkpoint");
