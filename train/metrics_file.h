@@ -1,8 +1,8 @@
 // Per-step metrics (--metrics): one JSON object per line (the run's start or resume, every step, every
 // validation, the end), appended to the file itself as each record is made, so that `tail -f`, a notebook
 // or `tierzero report` sees the run while it runs, and a kill -9 leaves every record written before it.
-// Each line is one write(2) to a file opened with O_APPEND: a reader never sees half a record of a run
-// that is alive. The file belongs to one run (its run id, train/save_dir.h): a resume of that run appends
+// Each line is one write(2) to a file opened with O_APPEND: records never interleave or tear, though a read
+// racing the newest write may end inside it (readers drop an unfinished last line). The file belongs to one run (its run id, train/save_dir.h): a resume of that run appends
 // to it; any other run refuses it (docs/metrics.md#one-file-per-run).
 #pragma once
 

@@ -60,4 +60,26 @@ nlohmann::json offload_record(Engine& engine, const StepTimes& t) {
   return j;
 }
 
+CommStats comm_difference(const CommStats& now, const CommStats& before) {
+  CommStats d;
+  for (int c = 0; c < kNumCollectives; ++c) {
+    d.calls[c] = now.calls[c] - before.calls[c];
+    d.bytes_sent[c] = now.bytes_sent[c] - before.bytes_sent[c];
+    d.elements_sent[c] = now.elements_sent[c] - before.elements_sent[c];
+    d.busy_seconds[c] = now.busy_seconds[c] - before.busy_seconds[c];
+    d.wait_seconds[c] = now.wait_seconds[c] - before.wait_seconds[c];
+  }
+  return d;
+}
+
+void comm_add(CommStats& into, const CommStats& d) {
+  for (int c = 0; c < kNumCollectives; ++c) {
+    into.calls[c] += d.calls[c];
+    into.bytes_sent[c] += d.bytes_sent[c];
+    into.elements_sent[c] += d.elements_sent[c];
+    into.busy_seconds[c] += d.busy_seconds[c];
+    into.wait_seconds[c] += d.wait_seconds[c];
+  }
+}
+
 }  // namespace tz

@@ -19,6 +19,10 @@ nlohmann::json comm_record(const CommStats& now, const CommStats& before);
 // fraction of it hidden behind compute, 1 - wait / busy.
 nlohmann::json comm_overlap_record(const CommStats& now, const CommStats& before);
 double comm_wait_ms(const CommStats& now, const CommStats& before);
+// Every counter of `now` less `before`, per kind: the collectives between two snapshots.
+CommStats comm_difference(const CommStats& now, const CommStats& before);
+// Adds every counter of `d` to `into`, per kind.
+void comm_add(CommStats& into, const CommStats& d);
 
 // The NVMe traffic since the last call (resets the engine's counters): the optimizer swap over the
 // optimizer phase, the parameter shards over the whole step.

@@ -83,14 +83,7 @@ void Loop::profile_end(int s, const StepTimes& t) {
   report_.optimizer_ms += t.optimizer / report_.steps();
   if (s != window_.last) return;
   report_.ops = profile_->rows();
-  const CommStats now = run_.dcomm->stats();
-  for (int c = 0; c < kNumCollectives; ++c) {
-    report_.comm.calls[c] = now.calls[c] - comm_at_window_.calls[c];
-    report_.comm.bytes_sent[c] = now.bytes_sent[c] - comm_at_window_.bytes_sent[c];
-    report_.comm.elements_sent[c] = now.elements_sent[c] - comm_at_window_.elements_sent[c];
-    report_.comm.busy_seconds[c] = now.busy_seconds[c] - comm_at_window_.busy_seconds[c];
-    report_.comm.wait_seconds[c] = now.wait_seconds[c] - comm_at_window_.wait_seconds[c];
-  }
+  report_.comm = comm_difference(run_.dcomm->stats(), comm_at_window_);
   log(report_.table());
   if (comm_.rank() == 0) metrics_.write(report_.record());
 }
@@ -178,16 +171,8 @@ void Loop::report(int s, float loss, const StepStats& st, const StepTimes& t, co
   ranks_.gather(comm_, mine);
   // A --profile-ops window counts the step's own collectives only: a gather inside it (on the same
   // communicator, as on the cpu) moves the window's starting snapshot up by what it added.
-  if (profile_ && s >= window_.first && s < window_.last) {
-    const CommStats after_gather = run_.dcomm->stats();
-    for (int c = 0; c < kNumCollectives; ++c) {
-      comm_at_window_.calls[c] += after_gather.calls[c] - before_gather.calls[c];
-      comm_at_window_.bytes_sent[c] += after_gather.bytes_sent[c] - before_gather.bytes_sent[c];
-      comm_at_window_.elements_sent[c] += after_gather.elements_sent[c] - before_gather.elements_sent[c];
-      comm_at_window_.busy_seconds[c] += after_gather.busy_seconds[c] - before_gather.busy_seconds[c];
-      comm_at_window_.wait_seconds[c] += after_gather.wait_seconds[c] - before_gather.wait_seconds[c];
-    }
-  }
+  if (profile_ && s >= window_.first && s < window_.last)
+    comm_add(comm_at_window_, comm_difference(run_.dcomm->stats(), before_gather));
   const double eta = eta_seconds(s, t.step);
   const nlohmann::json straggler = ranks_.straggler_record();
   if (opt_.log_every > 0 && (s % opt_.log_every == 0 || s == 1 || s == opt_.steps)) {
