@@ -89,6 +89,8 @@ refused "an empty file" "empty.jsonl is empty" empty.jsonl
 refused "a file that is not JSON" "text.txt holds no JSON records" text.txt
 refused "a file without a step" "start-only.jsonl holds no training record" start-only.jsonl
 refused "a folder that is not a report" "notmine.*not a tierzero report" m.jsonl --out notmine
+refused "--out a FIFO" "--out 'fifo'.*FIFO" m.jsonl --out fifo
+[ -p fifo ] || fail "the FIFO named by --out is no longer a FIFO"
 [ "$(cat notmine/notes.txt)" = keep ] || fail "the folder that is not a report was changed"
 for x in missing folder fifo empty text start-only; do [ ! -e "$x-report" ] || fail "$x: a report folder was left"; done
-echo "report.sh: 8 careless inputs refused, each naming the file, exit 1 within 5 s"
+echo "report.sh: 9 careless inputs refused, each naming the file, exit 1 within 5 s"
