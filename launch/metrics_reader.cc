@@ -15,8 +15,9 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// The number at a dotted path ("ms.forward"), NaN when absent or not a number.
-double num(const nlohmann::json& j, const char* path) {
+}  // namespace
+
+double metrics_number(const nlohmann::json& j, const char* path) {
   const nlohmann::json* at = &j;
   for (const char* b = path;;) {
     const char* e = b;
@@ -32,18 +33,16 @@ double num(const nlohmann::json& j, const char* path) {
   return at->is_number() ? at->get<double>() : kNaN;
 }
 
-}  // namespace
-
 StepRow step_row(const nlohmann::json& j) {
   StepRow r;
   r.step = j["step"].get<int>();
-  r.tokens = num(j, "tokens"), r.loss = num(j, "loss"), r.tokens_per_s = num(j, "tokens_per_s"), r.step_ms = num(j, "ms.step");
-  r.data_ms = num(j, "ms.data"), r.forward_ms = num(j, "ms.forward"), r.backward_ms = num(j, "ms.backward");
-  r.optimizer_ms = num(j, "ms.optimizer"), r.hidden_fraction = num(j, "comm_overlap.hidden_fraction");
-  r.device_bytes = num(j, "bytes.device"), r.host_bytes = num(j, "bytes.host"), r.nvme_bytes = num(j, "bytes.nvme");
-  r.nvme_gbps = num(j, "offload.nvme.gbps"), r.nvme_params_gbps = num(j, "offload.nvme_params.gbps");
-  r.slowest_rank = num(j, "ranks.ms.step.slowest_rank");
-  r.straggler_rank = j.contains("straggler") && j["straggler"].is_object() ? num(j, "straggler.rank") : kNaN;
+  r.tokens = metrics_number(j, "tokens"), r.loss = metrics_number(j, "loss"), r.tokens_per_s = metrics_number(j, "tokens_per_s"), r.step_ms = metrics_number(j, "ms.step");
+  r.data_ms = metrics_number(j, "ms.data"), r.forward_ms = metrics_number(j, "ms.forward"), r.backward_ms = metrics_number(j, "ms.backward");
+  r.optimizer_ms = metrics_number(j, "ms.optimizer"), r.hidden_fraction = metrics_number(j, "comm_overlap.hidden_fraction");
+  r.device_bytes = metrics_number(j, "bytes.device"), r.host_bytes = metrics_number(j, "bytes.host"), r.nvme_bytes = metrics_number(j, "bytes.nvme");
+  r.nvme_gbps = metrics_number(j, "offload.nvme.gbps"), r.nvme_params_gbps = metrics_number(j, "offload.nvme_params.gbps");
+  r.slowest_rank = metrics_number(j, "ranks.ms.step.slowest_rank");
+  r.straggler_rank = j.contains("straggler") && j["straggler"].is_object() ? metrics_number(j, "straggler.rank") : kNaN;
   auto ranks = j.find("ranks");
   if (ranks != j.end() && ranks->is_object() && ranks->contains("bytes") && (*ranks)["bytes"].contains("host") &&
       (*ranks)["bytes"]["host"].is_array())

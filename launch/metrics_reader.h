@@ -33,6 +33,9 @@ struct MetricsRun {
   bool cut_last_line = false;               // the file ends in a line without its newline
 };
 
+// The number at a dotted path of a record ("ms.forward"), NaN when absent or not a number.
+double metrics_number(const nlohmann::json& record, const char* path);
+
 // The figures of one training record.
 StepRow step_row(const nlohmann::json& record);
 

@@ -23,18 +23,6 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-// The number at a dotted path ("ms.forward"), NaN when absent or not a number.
-double num(const nlohmann::json& j, const std::string& path) {
-  const nlohmann::json* at = &j;
-  for (std::size_t b = 0, e; b <= path.size(); b = e + 1) {
-    e = std::min(path.find('.', b), path.size());
-    const std::string key = path.substr(b, e - b);
-    if (!at->is_object() || !at->contains(key)) return kNaN;
-    at = &(*at)[key];
-  }
-  return at->is_number() ? at->get<double>() : kNaN;
-}
-
 std::string cell(double v) {
   if (!std::isfinite(v)) return "NaN";
   std::ostringstream os;
@@ -79,8 +67,8 @@ void run_gnuplot(const std::string& dir, const std::string& script) {
 }  // namespace
 
 std::vector<Plot> render_plots(const MetricsRun& run, const std::string& dir) {
-  const double per_step = num(run.run, "tokens_per_step");
-  const int world = std::isfinite(num(run.run, "world_size")) ? int(num(run.run, "world_size")) : 1;
+  const double per_step = metrics_number(run.run, "tokens_per_step");
+  const int world = std::isfinite(metrics_number(run.run, "world_size")) ? int(metrics_number(run.run, "world_size")) : 1;
   // steps.tsv: step tokens loss tok/s, the phases stacked (data, +forward, +backward, +optimizer), hidden
   // fraction, device host nvme MiB, the two NVMe rates, slowest rank, straggler, then every rank's host MiB.
   std::ostringstream steps;
@@ -113,9 +101,9 @@ std::vector<Plot> render_plots(const MetricsRun& run, const std::string& dir) {
   if (run.val.empty()) val << "NaN\tNaN\tNaN\n";  // gnuplot refuses an empty file
   write_text(dir + "/val.tsv", val.str());
 
-  const double plan_dev = num(run.run, "plan_peak_bytes.device") / 1048576;
-  const double plan_host = num(run.run, "plan_peak_bytes.host") / 1048576;
-  const double plan_nvme = num(run.run, "plan_peak_bytes.nvme") / 1048576;
+  const double plan_dev = metrics_number(run.run, "plan_peak_bytes.device") / 1048576;
+  const double plan_host = metrics_number(run.run, "plan_peak_bytes.host") / 1048576;
+  const double plan_nvme = metrics_number(run.run, "plan_peak_bytes.nvme") / 1048576;
   std::ostringstream gp;
   gp << "set terminal pngcairo size 900,480 font 'sans,10'\n"
         "set datafile missing 'NaN'\nset datafile separator '\\t'\nset grid\nset key outside right top\n"
