@@ -132,6 +132,17 @@ class Communicator {
   virtual void group_start() {}
   virtual void group_end() {}
 
+  // Pieces: the largest message, in bytes, a reducing collective (reduce_scatter, all_reduce) runs as one
+  // call; 0 runs every message whole. A backend whose library allocates temporaries the size of a
+  // message (Open MPI's libnbc: a reduce-scatter twice its message, an all-reduce once) runs larger
+  // messages as pieces of at most this size, one after another in call order, with at most
+  // kReducingPiecesInFlight in flight (a reduce-scatter's pieces are packed into staging of its own,
+  // comm_staging_bytes()): what a step's collectives allocate is then bounded, and planned
+  // (zero/memory_plan.h). Every rank sets the same value, while none of its collectives is in flight.
+  // Results are those of the whole message (each element is still reduced once over the ranks).
+  virtual void set_piece_bytes(std::size_t bytes) { (void)bytes; }
+  virtual std::size_t piece_bytes() const { return 0; }
+
   // Ends the whole job now (MPI_Abort): the top-level error handler calls it so no rank waits forever
   // on a peer that has failed.
   virtual void abort(int code) noexcept = 0;
@@ -161,6 +172,12 @@ class CollectiveGroup {
   Communicator& comm_;
   bool open_ = true;
 };
+
+// Reducing pieces a communicator keeps in flight at most (see Communicator::set_piece_bytes).
+inline constexpr int kReducingPiecesInFlight = 2;
+// The staging a communicator with pieces of `piece_bytes` holds for its reduce-scatters: one piece per
+// reducing piece in flight (0 without pieces).
+inline std::size_t comm_staging_bytes(std::size_t piece_bytes) { return kReducingPiecesInFlight * piece_bytes; }
 
 // How a collective's send and recv buffers relate, by NCCL's in-place conventions.
 enum class BufferUse { separate, in_place };

@@ -3,6 +3,7 @@
 // handed to the progress thread.
 #include "comm/mpi_comm.h"
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <cstdint>
@@ -160,7 +161,7 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent, std::string label) : label_(st
     TZ_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
     TZ_MPI_CHECK(MPI_Comm_size(comm_, &size_));
   }
-  progress_ = std::make_unique<MpiProgress>(comm_, name(), stats_);
+  progress_ = std::make_unique<MpiProgress>(comm_, rank_, size_, name(), stats_);
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -204,6 +205,21 @@ std::unique_ptr<Work> MpiCommunicator::reduce_scatter(const void* send, void* re
            " elements per rank x ", size_, " ranks exceeds MPI's int count; split the message");
   const bool in_place = reduce_scatter_buffers(send, recv, count, dtype, rank_, size_) == BufferUse::in_place;
   auto o = new_op(Collective::reduce_scatter, count, dtype, send, recv);
+  o->reducing = true;
+  const std::size_t es = dtype_size(dtype), piece = piece_bytes();
+  if (piece && size_ > 1 && count * std::size_t(size_) * es > piece) {
+    // Pieces of every rank's block, packed by the progress thread into its staging, each reduced
+    // straight into this rank's recv (in place, that is the send buffer's own slice, which later
+    // pieces never read).
+    o->piece = std::max<std::size_t>(1, piece / (std::size_t(size_) * es));
+    o->pieces = (count + o->piece - 1) / o->piece;
+    o->call.send = send;
+    o->call.recv = recv;
+    o->call.count = int(count);
+    o->call.type = mpi_datatype(dtype);
+    o->call.reduce = mpi_reduce_op(dtype, op);
+    return submit(o, bus_elements_sent(Collective::reduce_scatter, count, rank_, size_));
+  }
   // MPI_IN_PLACE leaves the result in the buffer's first `count` elements; NCCL's convention wants it
   // in this rank's slice, which the progress thread copies it to (no overlap for rank >= 1).
   o->call.send = in_place ? MPI_IN_PLACE : send;
@@ -236,6 +252,12 @@ std::unique_ptr<Work> MpiCommunicator::all_reduce(void* buf, std::size_t count, 
   TZ_CHECK(count <= std::size_t(INT_MAX), "all_reduce of ", count, " elements exceeds MPI's int count");
   TZ_CHECK(count == 0 || buf, "all_reduce needs a buffer");
   auto o = new_op(Collective::all_reduce, count, dtype, buf, nullptr);
+  o->reducing = true;
+  const std::size_t es = dtype_size(dtype), piece = piece_bytes();
+  if (piece && size_ > 1 && count * es > piece) {  // contiguous pieces, each reduced in place
+    o->piece = std::max<std::size_t>(1, piece / es);
+    o->pieces = (count + o->piece - 1) / o->piece;
+  }
   o->call.send = MPI_IN_PLACE;
   o->call.recv = buf;
   o->call.count = int(count);

@@ -5,6 +5,8 @@
 
 #include <mpi.h>
 
+#include <atomic>
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -65,6 +67,10 @@ class MpiCommunicator final : public Communicator {
   std::unique_ptr<Work> broadcast(void* buf, std::size_t count, DType dtype, int root) override;
   std::unique_ptr<Work> barrier() override;
   void abort(int code) noexcept override;
+  // Open MPI's libnbc allocates a temporary twice a reduce-scatter's message and once an all-reduce's:
+  // pieces bound them (Communicator::set_piece_bytes).
+  void set_piece_bytes(std::size_t bytes) override { piece_bytes_.store(bytes, std::memory_order_relaxed); }
+  std::size_t piece_bytes() const override { return piece_bytes_.load(std::memory_order_relaxed); }
 
   // The underlying communicator, for benchmarks that time the same call made straight through MPI.
   // MPI_THREAD_SERIALIZED: call MPI directly (on this or any communicator) only while no collective
@@ -81,6 +87,7 @@ class MpiCommunicator final : public Communicator {
   std::string label_;
   int rank_ = 0;
   int size_ = 1;
+  std::atomic<std::size_t> piece_bytes_{0};
   std::unique_ptr<MpiProgress> progress_;  // joined before comm_ is freed
 };
 

@@ -110,11 +110,12 @@ std::string MpiOp::describe(const std::string& group) const {
   return s + " on " + group;
 }
 
-MpiProgress::MpiProgress(MPI_Comm comm, std::string group, CommStatsAccumulator& stats)
-    : comm_(comm), group_(std::move(group)), stats_(stats) {
+MpiProgress::MpiProgress(MPI_Comm comm, int rank, int size, std::string group, CommStatsAccumulator& stats)
+    : comm_(comm), rank_(rank), size_(size), group_(std::move(group)), stats_(stats) {
   // Room for the collectives a step keeps in flight, so the per-step path does not allocate here.
   queue_.reserve(64);
   batch_.reserve(64);
+  waiting_.reserve(64);
   in_flight_.reserve(64);
   thread_ = std::thread([this] {
     pin_io_thread();  // --bind-cores: the I/O core, if the rank has one
@@ -182,8 +183,8 @@ void MpiProgress::run() noexcept {
 void MpiProgress::loop() {
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
-    if (in_flight_.empty()) wake_.wait(lk, [&] { return stop_ || !queue_.empty(); });
-    if (in_flight_.empty() && queue_.empty()) return;  // stopped, and nothing is left to complete
+    if (in_flight_.empty() && waiting_.empty()) wake_.wait(lk, [&] { return stop_ || !queue_.empty(); });
+    if (in_flight_.empty() && waiting_.empty() && queue_.empty()) return;  // stopped, nothing left to complete
     batch_.swap(queue_);
     const bool waited = waiters_ > 0;
     const MpiClock::time_point wait_began = wait_began_;
@@ -203,20 +204,59 @@ void MpiProgress::loop() {
   }
 }
 
+bool MpiProgress::start_next(MpiOp& op) {
+  if (op.reducing && reducing_ >= kReducingPiecesInFlight) return false;
+  const std::size_t j = op.next_piece++;
+  MpiCall c = op.call;
+  if (op.piece) {
+    const std::size_t es = dtype_size(op.dtype), first = j * op.piece, len = std::min(op.piece, op.count - first);
+    c.recv = static_cast<std::byte*>(op.call.recv) + first * es;
+    c.count = int(len);
+    if (c.kind == Collective::reduce_scatter) {
+      // This piece of every rank's block, packed: [rank 0's len elements | rank 1's | ...].
+      int s = 0;
+      while (slot_busy_[s]) ++s;  // reducing_ < kReducingPiecesInFlight: one is free
+      std::vector<std::byte>& st = staging_[s];
+      const std::size_t row = len * es;
+      if (st.size() < row * std::size_t(size_)) st.resize(row * std::size_t(size_));
+      const auto* send = static_cast<const std::byte*>(op.call.send);
+      for (int r = 0; r < size_; ++r) std::memcpy(st.data() + r * row, send + (r * op.count + first) * es, row);
+      slot_busy_[s] = true;
+      op.slot = s;
+      c.send = st.data();
+    }
+  }
+  try {
+    start_call(c, comm_, &op.request);
+    if (op.reducing) ++reducing_;
+  } catch (const std::exception& e) {
+    op.error = op.describe(group_) + " could not start: " + e.what();
+    if (op.slot >= 0) slot_busy_[std::exchange(op.slot, -1)] = false;
+  }
+  return true;
+}
+
+void MpiProgress::start_pieces() {
+  for (;;) {
+    // The last op started may have pieces left; they come before any later op, one at a time.
+    if (!in_flight_.empty() && in_flight_.back()->next_piece < in_flight_.back()->pieces) {
+      MpiOp& last = *in_flight_.back();
+      if (last.request != MPI_REQUEST_NULL || !last.error.empty() || !start_next(last)) return;
+      continue;
+    }
+    if (waiting_.empty() || !start_next(*waiting_.front())) return;
+    in_flight_.push_back(std::move(waiting_.front()));
+    waiting_.erase(waiting_.begin());
+  }
+}
+
 bool MpiProgress::advance() {
-  const bool started = !batch_.empty();
+  bool moved = !batch_.empty();
+  for (auto& op : batch_) waiting_.push_back(std::move(op));
+  batch_.clear();
   {
     // Calls MPI; everything else (result moves, wake-ups) happens after, without the lock.
     std::lock_guard<std::timed_mutex> mpi(mpi_call_mutex());
-    for (auto& op : batch_) {
-      try {
-        start_call(op->call, comm_, &op->request);
-      } catch (const std::exception& e) {
-        op->error = op->describe(group_) + " could not start: " + e.what();
-      }
-      in_flight_.push_back(std::move(op));
-    }
-    batch_.clear();
     for (auto& op : in_flight_) {
       if (!op->error.empty() || op->request == MPI_REQUEST_NULL) continue;
       int flag = 0;  // MPI_Test sets the request to MPI_REQUEST_NULL when it completes
@@ -225,21 +265,29 @@ bool MpiProgress::advance() {
       } catch (const std::exception& e) {
         op->error = op->describe(group_) + " failed: " + e.what();
       }
+      if (flag) {  // a piece (or the whole call) completed: its reducing slot and staging are free
+        if (op->reducing) --reducing_;
+        if (op->slot >= 0) slot_busy_[std::exchange(op->slot, -1)] = false;
+        moved = true;
+      }
     }
+    const std::size_t started = in_flight_.size();
+    start_pieces();
+    moved |= in_flight_.size() != started;
   }
   const auto now = MpiClock::now();
   for (auto& op : in_flight_) {
     if (!op->error.empty()) {
       publish(*op, MpiOp::kFailed);
       abandoned_.push_back(op);  // its request is in an unknown state: keep its buffers open
-    } else if (op->request == MPI_REQUEST_NULL) {
+    } else if (op->request == MPI_REQUEST_NULL && op->next_piece == op->pieces) {
       finish(*op, now);
     }
   }
   const std::size_t before = in_flight_.size();
   std::erase_if(in_flight_,
                 [](const auto& op) { return op->state.load(std::memory_order_relaxed) != MpiOp::kPending; });
-  return started || in_flight_.size() != before;
+  return moved || in_flight_.size() != before;
 }
 
 void MpiProgress::finish(MpiOp& op, MpiClock::time_point now) {
@@ -261,9 +309,10 @@ void MpiProgress::publish(MpiOp& op, MpiOp::State state) {
 }
 
 const MpiOp* MpiProgress::overdue(MpiClock::time_point now) const {
-  // In call order, so the oldest collective past its deadline is the one named.
-  for (const auto& op : in_flight_)
-    if (now - op->called >= op->timeout) return op.get();
+  // In call order, so the oldest collective past its deadline is the one named (those started first).
+  for (const auto* ops : {&in_flight_, &waiting_})
+    for (const auto& op : *ops)
+      if (now - op->called >= op->timeout) return op.get();
   return nullptr;
 }
 
@@ -281,7 +330,7 @@ std::chrono::milliseconds MpiProgress::fail_communicator(const MpiOp& late, MpiC
   std::size_t others = 0;
   {
     std::lock_guard<std::mutex> lk(mu_);
-    others = in_flight_.size() - 1 + queue_.size();
+    others = in_flight_.size() + waiting_.size() - 1 + queue_.size();
   }
   char waited[32];
   std::snprintf(waited, sizeof waited, "%.2f", seconds(now - late.called));
@@ -303,8 +352,10 @@ std::chrono::milliseconds MpiProgress::fail_communicator(const MpiOp& late, MpiC
 void MpiProgress::fail_communicator(const std::string& message) {
   {
     std::lock_guard<std::mutex> lk(mu_);
-    for (auto& op : queue_) in_flight_.push_back(std::move(op));
-    queue_.clear();
+    for (auto* ops : {&waiting_, &batch_, &queue_}) {
+      for (auto& op : *ops) in_flight_.push_back(std::move(op));
+      ops->clear();
+    }
     failure_ = message;
     failed_.store(true, std::memory_order_release);
     for (auto& op : in_flight_) {

@@ -58,8 +58,18 @@ struct MpiOp {
   const void* move_from = nullptr;
   void* move_to = nullptr;
   std::size_t move_bytes = 0;
+  // Pieces (Communicator::set_piece_bytes): a reduce_scatter or all_reduce larger than the piece size
+  // runs as `pieces` calls of at most `piece` elements (per rank for a reduce_scatter, whose call then
+  // has the original send and this rank's recv, never MPI_IN_PLACE), one after another. piece 0: one
+  // call, `call` as it is.
+  std::size_t piece = 0;
+  std::size_t pieces = 1;
+  bool reducing = false;  // counted against kReducingPiecesInFlight
 
   // The progress thread's after submission.
+  std::size_t next_piece = 0;  // the next piece to start; == pieces once all have started
+  int slot = -1;               // the staging slot of the reduce_scatter piece in flight
+
   std::uint64_t seq = 0;  // 1-based call order on the communicator (set at submission)
   DeviceAccess access;    // the buffers stay open while MPI may touch them
   MPI_Request request = MPI_REQUEST_NULL;
@@ -77,8 +87,9 @@ enum class Report { to_caller, quietly };
 
 class MpiProgress {
  public:
-  // Starts the thread. `group` names the communicator in messages; `stats` receives busy and wait time.
-  MpiProgress(MPI_Comm comm, std::string group, CommStatsAccumulator& stats);
+  // Starts the thread. `group` names the communicator in messages (of `size` ranks, this one `rank`);
+  // `stats` receives busy and wait time.
+  MpiProgress(MPI_Comm comm, int rank, int size, std::string group, CommStatsAccumulator& stats);
   // Stops and joins the thread. Collectives still in flight (a Work outlived by its communicator) are
   // advanced until they complete or their deadline fails the communicator.
   ~MpiProgress();
@@ -97,6 +108,8 @@ class MpiProgress {
   void run() noexcept;
   void loop();
   bool advance();  // whether anything started or completed
+  bool start_next(MpiOp& op);  // starts op's next piece if a reducing slot allows; whether it did
+  void start_pieces();         // in call order, as far as the reducing slots allow
   void finish(MpiOp& op, MpiClock::time_point now);
   void publish(MpiOp& op, MpiOp::State state);
   const MpiOp* overdue(MpiClock::time_point now) const;
@@ -107,6 +120,7 @@ class MpiProgress {
                            bool moved);
 
   const MPI_Comm comm_;
+  const int rank_, size_;
   const std::string group_;
   CommStatsAccumulator& stats_;
 
@@ -125,7 +139,11 @@ class MpiProgress {
 
   // The thread's own.
   std::vector<std::shared_ptr<MpiOp>> in_flight_;  // started, in call order
-  std::vector<std::shared_ptr<MpiOp>> batch_;      // taken from queue_, being started
+  std::vector<std::shared_ptr<MpiOp>> batch_;      // taken from queue_
+  std::vector<std::shared_ptr<MpiOp>> waiting_;    // in call order, not yet started: no reducing slot
+  int reducing_ = 0;                               // reducing pieces in flight
+  std::vector<std::byte> staging_[kReducingPiecesInFlight];  // a reduce_scatter piece's packed input
+  bool slot_busy_[kReducingPiecesInFlight] = {};
   std::vector<std::shared_ptr<MpiOp>> abandoned_;  // failed: MPI may still write their buffers
   int polls_since_wait_ = 0;
   MpiClock::duration background_{};  // the current background poll interval

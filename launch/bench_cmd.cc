@@ -129,7 +129,8 @@ int bench_step(const std::vector<std::string>& args) {
 
 struct CommFlags {
   CommBenchOptions o;
-  std::string ops = "all_reduce,reduce_scatter,all_gather", dtype = "fp32", min_bytes = "1K", max_bytes = "256M";
+  std::string ops = "all_reduce,reduce_scatter,all_gather", dtype = "fp32", min_bytes = "1K", max_bytes = "256M",
+              piece_bytes = "4M";
   bool json = false;
 };
 
@@ -152,6 +153,8 @@ po::options_description bench_comm_options(CommFlags& f) {
        "smallest message; sizes double to --max-bytes")
       ("max-bytes", po::value(&f.max_bytes)->default_value(f.max_bytes), "largest message, e.g. 1M, 256M")
       ("dtype", po::value(&f.dtype)->default_value(f.dtype), "element type: fp32, bf16 or fp16")
+      ("piece-bytes", po::value(&f.piece_bytes)->default_value(f.piece_bytes),
+       "the communicator's pieces, as train's --comm-piece-bytes (0: whole messages)")
       ("iters", po::value(&f.o.iters)->default_value(f.o.iters), "timed iterations per size")
       ("warmup-iters", po::value(&f.o.warmup_iters)->default_value(f.o.warmup_iters),
        "untimed iterations first")
@@ -180,6 +183,7 @@ int bench_comm(const std::vector<std::string>& args) {
   o.dtype = parse_compute_dtype(dtype);
   o.min_bytes = parse_bytes(min_bytes);
   o.max_bytes = parse_bytes(max_bytes);
+  o.piece_bytes = parse_bytes(f.piece_bytes);
   TZ_CHECK(o.min_bytes >= 1 && o.min_bytes <= o.max_bytes, "--min-bytes (", min_bytes,
            ") must be at least 1 byte and at most --max-bytes (", max_bytes, "); lower --min-bytes or raise --max-bytes");
   TZ_CHECK(o.iters >= 1 && o.warmup_iters >= 0, "--iters must be at least 1 and --warmup-iters at least 0");

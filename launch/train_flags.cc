@@ -179,6 +179,11 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
       "consecutive groups in the order backward finishes them, up to this many, raised to the largest "
       "flat group (0: each group on its own). Two fp32 bucket buffers (one when the whole model fits "
       "one collective) each hold the largest collective (docs/tuning.md#gradient-buckets)")(
+      "comm-piece-bytes", po::value(&f.comm_piece)->default_value(f.comm_piece),
+      "the largest message the MPI communicator (the cpu device's) reduces in one call: a larger "
+      "reduce-scatter or all-reduce runs as pieces of this size, one after another, so that what Open MPI "
+      "allocates for it stays within the plan's communication lines (0: whole messages, unplanned; at most "
+      "1T; docs/planning.md#communication)")(
       "allgather-bucket-size", po::value(&f.allgather_bucket)->default_value("5e8"),
       "parameter elements all-gathered at once after the step, stages 1-2 and stage 3's persistent "
       "groups (allgather_bucket_size; 0: each group on its own)")(
@@ -416,6 +421,9 @@ void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   f.o.checkpointing = f.ckpt ? ActivationCheckpointing::per_block : ActivationCheckpointing::off;
   f.o.zero.reduce_bucket_size = parse_count("reduce-bucket-size", f.reduce_bucket);
   f.o.zero.allgather_bucket_size = parse_count("allgather-bucket-size", f.allgather_bucket);
+  f.o.zero.comm_piece_bytes = bytes_flag("comm-piece-bytes", f.comm_piece);
+  TZ_CHECK(f.o.zero.comm_piece_bytes <= (std::size_t(1) << 40), "--comm-piece-bytes '", f.comm_piece,
+           "' is beyond 1T: give a piece of at most 1T, or 0 to reduce whole messages");
   f.o.zero.prefetch_bucket_size = parse_count("prefetch-bucket-size", f.prefetch_bucket);
   f.o.zero.max_live_parameters = parse_count("max-live-parameters", f.max_live);
   f.o.zero.param_persistence_threshold = parse_count("param-persistence-threshold", f.persistence);

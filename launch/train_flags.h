@@ -27,7 +27,7 @@ struct TrainFlags {
   std::string profile_hardware;  // --profile-hardware: resolved into o.profile_peaks
   bool ckpt = false;
   std::string bind_cores = "none";  // none | auto (launch/train_cmd.cc applies it)
-  std::string config, reduce_bucket, allgather_bucket, prefetch_bucket, max_live, persistence;
+  std::string config, reduce_bucket, allgather_bucket, prefetch_bucket, max_live, persistence, comm_piece = "4M";
   double comm_timeout = 300;
   std::string seed = "1337";
   std::string save_hf_dtype = "fp32", save_hf_shard = "5e9";

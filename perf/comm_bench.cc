@@ -10,6 +10,7 @@
 #include <string>
 
 #include "core/error.h"
+#include "core/memory_budget.h"
 
 namespace tz {
 namespace {
@@ -92,6 +93,7 @@ nlohmann::json run_comm_bench(MpiCommunicator& comm, const CommBenchOptions& opt
   for (Collective c : opt.collectives)
     TZ_CHECK(c == Collective::all_reduce || c == Collective::reduce_scatter || c == Collective::all_gather,
              "bench comm measures all_reduce, reduce_scatter and all_gather, not ", collective_name(c));
+  comm.set_piece_bytes(opt.piece_bytes);  // the path training runs
   const MPI_Comm mc = comm.mpi_comm();
   const MPI_Datatype mdt = mpi_datatype(dt);
   const MPI_Op sum = mpi_reduce_op(dt, ReduceOp::sum);
@@ -159,13 +161,15 @@ nlohmann::json run_comm_bench(MpiCommunicator& comm, const CommBenchOptions& opt
   out["dtype"] = std::string(dtype_name(dt));
   out["warmup_iters"] = opt.warmup_iters;
   out["iters"] = opt.iters;
+  out["piece_bytes"] = opt.piece_bytes;
   out["busbw_factor"] = {
       {"all_reduce", "2(n-1)/n"}, {"reduce_scatter", "(n-1)/n"}, {"all_gather", "(n-1)/n"}};
   out["time"] = "mean per call over the timed iterations, slowest rank";
   out["rows"] = nlohmann::json::array();
   if (print) {
-    std::printf("# tierzero bench comm: %d ranks, %s, %d warm-up + %d timed iterations per size\n", n,
-                std::string(dtype_name(dt)).c_str(), opt.warmup_iters, opt.iters);
+    std::printf("# tierzero bench comm: %d ranks, %s, %d warm-up + %d timed iterations per size, reductions in "
+                "pieces of %s\n", n, std::string(dtype_name(dt)).c_str(), opt.warmup_iters, opt.iters,
+                opt.piece_bytes ? format_bytes(opt.piece_bytes).c_str() : "whole messages");
     std::printf(
         "# size = the full message (all-reduce buffer, reduce-scatter input, all-gather output); "
         "algbw = size / time;\n# busbw = algbw x factor: all_reduce 2(n-1)/n = %.3f, reduce_scatter and "

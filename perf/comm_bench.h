@@ -18,6 +18,7 @@ struct CommBenchOptions {
   DType dtype = DType::f32;
   int warmup_iters = 5;
   int iters = 20;
+  std::size_t piece_bytes = std::size_t(4) << 20;  // the communicator's pieces, as training's default
 };
 
 // Bus-bandwidth factor (nccl-tests' PERFORMANCE.md): busbw = algbw x factor, where algbw = size /

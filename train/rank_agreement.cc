@@ -61,9 +61,9 @@ std::vector<std::pair<std::string, std::string>> shared_settings(const TrainOpti
            std::to_string(o.fp16.loss_scale_window) + ", " + std::to_string(o.fp16.hysteresis) + ", " +
            num(o.fp16.min_loss_scale)},
       {"--zero-stage", std::to_string(z.stage)},
-      {"--reduce-bucket-size, --allgather-bucket-size, overlap_comm",
+      {"--reduce-bucket-size, --allgather-bucket-size, overlap_comm, --comm-piece-bytes",
        std::to_string(z.reduce_bucket_size) + ", " + std::to_string(z.allgather_bucket_size) + ", " +
-           (z.overlap_comm ? "on" : "off")},
+           (z.overlap_comm ? "on" : "off") + ", " + std::to_string(z.comm_piece_bytes)},
       {"--prefetch-bucket-size, --max-live-parameters, --param-persistence-threshold",
        std::to_string(z.prefetch_bucket_size) + ", " + std::to_string(z.max_live_parameters) + ", " +
            std::to_string(z.param_persistence_threshold)},

@@ -117,6 +117,7 @@ Run::Run(const TrainOptions& opt, Communicator& comm, const TrainHooks& hooks, c
   // communicator took (its barrier buffer).
   device_comm_owned = make_device_comm(comm, *dev);
   dcomm = device_comm_owned ? device_comm_owned.get() : &comm;
+  comm.set_piece_bytes(opt.zero.comm_piece_bytes);  // every rank alike: the settings agree (rank_agreement.h)
   // Planned again where the device can give less than the plan's budget: its budget (a GPU's:
   // --device-mem, or the free memory less the reserve) less what is taken already (cuBLASLt's workspace,
   // the device communicator's buffer).

@@ -32,6 +32,9 @@ struct ZeroOptions {
   std::size_t max_live_parameters = 1'000'000'000;  // stage 3: gathered parameter elements alive at once
   std::size_t param_persistence_threshold =
       100'000;  // stage 3: groups smaller than this stay whole on every rank
+  // The largest message, in bytes, the MPI communicator reduces as one call (Communicator::set_piece_bytes;
+  // 0: whole messages): bounds what Open MPI allocates per collective. NCCL's buffers are its own.
+  std::size_t comm_piece_bytes = std::size_t(4) << 20;
 };
 
 // Dynamic (or static) loss scaling for fp16, as DeepSpeed's fp16 section.

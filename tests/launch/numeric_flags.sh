@@ -13,7 +13,7 @@ tierzero=${1:?usage: $0 TIERZERO}
 
 values=(-1 0 1e10 1e300 nan inf 18446744073709551616)
 # Byte sizes with a non-numeric default ("unlimited"): tried as numeric flags.
-sizes=" device-mem host-mem nvme-mem "
+sizes=" device-mem host-mem nvme-mem comm-piece-bytes "
 # Text flags (names, paths, modes): not numeric. --straggler-test-delay-ms is RANK:MS, its refusals tested apart
 # (launch_train_straggler_delay_refuses_*).
 text=" model data val-data init-from save-safetensors save-hf save-hf-dtype metrics lr-schedule dtype activation-dtype device attention-math bind-cores
