@@ -33,7 +33,8 @@ class OneDnnGemm {
   std::size_t cached_primitives() const;
 
  private:
-  void run_widened(const GemmShape& g, CView A, CView B, View C, Accumulate acc);
+  void run_product(const GemmShape& g, CView A, CView B, View C, Accumulate acc, float* scratch);
+  void run_widened(const GemmShape& g, CView A, CView B, View C, Accumulate acc, float* ws);
 
   struct Impl;
   std::unique_ptr<Impl> impl_;
