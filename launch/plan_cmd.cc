@@ -154,6 +154,8 @@ int plan_command(const std::vector<std::string>& args) {
     hw = load_hardware(hardware);
     if (ranks_per_node > 0) hw->ranks_per_node = ranks_per_node;
     hw->threads_per_rank = threads_per_rank;
+    f.o.measured_memory = hw->memory;  // the machine planned for: its measured lines
+    f.o.measured_memory_source = hardware;
     // Budgets not given on the command line are the hardware's: each device's memory, and each rank's
     // share of its node's host memory and NVMe.
     // Plan for the hardware's device (a GPU: no CPU matmul workspace), as train will allocate there.
@@ -188,9 +190,13 @@ int plan_command(const std::vector<std::string>& args) {
     if (first && !json) std::printf("%s\n", table.c_str());
     const std::string problem = plan.fit_problem();
     nlohmann::json bytes = nlohmann::json::object();  // per tier, by name
-    for (Tier t : tiers()) bytes[tier_name(t)] = plan.total(t);
+    for (Tier t : tiers()) bytes[tier_name(t)] = plan.held(t);
+    nlohmann::json lines = nlohmann::json::array();
+    for (const PlanLine& l : plan.outside)
+      lines.push_back({{"what", l.what}, {"tier", tier_name(l.tier)}, {"bytes", l.bytes}, {"source", l.source}});
     if (json && first)
-      out["ranks"].push_back({{"rank", r}, {"fits", problem.empty()}, {"problem", problem}, {"bytes", bytes}});
+      out["ranks"].push_back(
+          {{"rank", r}, {"fits", problem.empty()}, {"problem", problem}, {"bytes", bytes}, {"outside_buffers", lines}});
     if (hw && first && problem.empty()) {
       const StepPrediction pred = predict_step(plan, *hw, f.o.grad_accum);
       if (json && !out.contains("prediction")) out["prediction"] = prediction_json(pred);

@@ -15,6 +15,7 @@
 #include "launch/ds_reader.h"
 #include "launch/hardware_file.h"
 #include "launch/parse_args.h"
+#include "perf/calibrate.h"
 #include "zero/numa_tier.h"
 
 namespace po = boost::program_options;
@@ -464,6 +465,12 @@ void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   TZ_CHECK(f.profile_hardware.empty() || f.o.profile_ops > 0, "--profile-hardware '", f.profile_hardware,
            "' sets the peaks of --profile-ops's table, and --profile-ops is 0 (off): give --profile-ops N");
   if (!f.profile_hardware.empty()) f.o.profile_peaks = profile_peaks(load_hardware(f.profile_hardware), f.o.dtype);
+  // The memory plan's measured lines: this machine's calibration, where it has one (plan --hardware FILE
+  // replaces them with that file's).
+  if (const std::string local = local_hardware_path(); std::filesystem::exists(local)) {
+    f.o.measured_memory = load_hardware("local").memory;
+    f.o.measured_memory_source = local;
+  }
 }
 
 ProfilePeaks profile_peaks(const Hardware& h, DType dtype) {

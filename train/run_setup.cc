@@ -2,6 +2,8 @@
 // the planned buffers, the data, --init-from, the engine and the model.
 #include "train/run_setup.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -104,6 +106,9 @@ PlanInputs plan_inputs(const TrainOptions& opt, int world, int rank) {
   in.rank = rank;
   in.budget = opt.offload.mem;
   in.budget[Tier::device] = opt.device_mem;
+  in.data_bytes = data_loader_bytes(opt, world);
+  in.measured = opt.measured_memory;
+  in.measured_source = opt.measured_memory_source;
   return in;
 }
 
@@ -164,6 +169,10 @@ Run::Run(const TrainOptions& opt, Communicator& comm, const TrainHooks& hooks, c
   for (auto& e : tokens_used) e = dev->create_event();
   dev->backend().memset_async(*stream, losses.data(), 0, losses.bytes());
   planned->expect_all_taken();  // what was allocated is exactly what the plan lists
+  // The set-up's transients (the corpus text, each group's initial values, a checkpoint's or a folder's
+  // reads) are freed, but glibc keeps freed heap memory resident until it is trimmed: returned now, the
+  // resident set holds what the plan lists and no more.
+  ::malloc_trim(0);
 }
 
 Run::~Run() {

@@ -13,6 +13,7 @@
 #include "model/model.h"
 #include "model/model_config.h"
 #include "train/op_profile_report.h"
+#include "zero/hardware.h"
 #include "zero/lr_schedule.h"
 #include "zero/zero_options.h"
 
@@ -76,6 +77,10 @@ struct TrainOptions {
   // table printed after them; 0: off. The peaks its rates are set against (--profile-hardware).
   int profile_ops = 0;
   ProfilePeaks profile_peaks;
+  // The memory plan's lines only a measurement can say (`tierzero bench calibrate`'s hardware file), and
+  // the file they came from; not measured: lines of 0, said so in the plan.
+  MemoryLines measured_memory;
+  std::string measured_memory_source;
   DeviceKind device = DeviceKind::cpu;
   bool tf32 = false;  // cuda: fp32 products may use TF32 (--tf32)
   // cuda: the attention's arithmetic (--attention-math): "auto" is bf16 tensor cores when the compute

@@ -311,6 +311,7 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
   unless_insisted("validation", [&] { loop.validate(last, result); });
   for (Tier t : tiers()) {
     result.plan_bytes[t] = run.plan.total(t);
+    result.plan_held_bytes[t] = run.plan.held(t);
     result.peak_bytes[t] =
         in_file(t) ? run.engine->nvme_budget().peak() : run.dev->budget(tier_memory(t)).peak();
   }
@@ -328,7 +329,11 @@ TrainResult train(const TrainOptions& opt, Communicator& comm, const LogFn& log_
           .append(" / ")
           .append(format_bytes(result.peak_bytes[t]));
     if (result.resident_growth_bytes > 0)
-      cmp.append(" | rank 0's resident set (VmHWM) grew ").append(format_bytes(result.resident_growth_bytes));
+      cmp.append(" | rank 0's resident set (VmHWM) grew ")
+          .append(format_bytes(result.resident_growth_bytes))
+          .append(", its plan holds ")
+          .append(format_bytes(result.plan_held_bytes[Tier::device] + result.plan_held_bytes[Tier::host]))
+          .append(" on device + host with the lines outside the buffers");
     log(cmp);
   }
   if (!opt.save_safetensors.empty())

@@ -25,7 +25,8 @@ struct TrainResult {
   double mean_step_ms = 0;
   std::size_t persistent_bytes = 0;       // the plan's params, grads and optimizer states on the device
   std::size_t host_persistent_bytes = 0;  // the same on the host tier (offloaded states)
-  PerTier<std::size_t> plan_bytes;      // the printed plan's total per tier
+  PerTier<std::size_t> plan_bytes;      // the plan's buffers per tier (what each tier's allocator hands out)
+  PerTier<std::size_t> plan_held_bytes; // and with the lines outside the buffers (MemoryPlan::held)
   PerTier<std::size_t> peak_bytes;      // peak per tier, as the allocators' budgets saw it
   // The growth of the process's peak resident set (VmHWM) over its resident set when train() began: the
   // kernel's count, independent of the plan (0 where /proc cannot be read).

@@ -156,7 +156,13 @@ nlohmann::json Hardware::to_json() const {
              nlohmann::json a = nlohmann::json::array();
              for (const NumaRates& r : numa) a.push_back({{"node", r.node}, {"read_gbs", r.read_gbs}, {"write_gbs", r.write_gbs}});
              return a;
-           }()}};
+           }()},
+          {"memory",
+           {{"comm_temporaries_bytes", memory.comm_temporaries},
+            {"comm_piece_bytes", memory.comm_piece_bytes},
+            {"comm_ranks", memory.ranks},
+            {"libraries_bytes", memory.libraries},
+            {"libraries_products", memory.products}}}};
 }
 
 const NumaRates* Hardware::numa_rates(int node) const {
@@ -261,6 +267,27 @@ Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
       TZ_CHECK(!h.numa_rates(r.node), src, ": hardware field 'numa' gives node ", r.node, " twice");
       h.numa.push_back(r);
     }
+  }
+  if (j.contains("memory")) {  // since issue 33; optional (-1: not measured)
+    const nlohmann::json& m = j["memory"];
+    TZ_CHECK(m.is_object(), src, ": hardware field 'memory' must be an object (what `tierzero bench calibrate` writes)");
+    auto field = [&](const char* key, double lo, double hi, bool whole) {
+      const nlohmann::json& v = m.value(key, nlohmann::json(lo));
+      TZ_CHECK(v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= lo && v.get<double>() <= hi &&
+                   (!whole || v.get<double>() == std::floor(v.get<double>())),
+               src, ": hardware field 'memory.", key, "' must be a ", whole ? "whole " : "", "number in [", shown(lo), ", ",
+               shown(hi), "]");
+      return v.get<double>();
+    };
+    h.memory.comm_temporaries = field("comm_temporaries_bytes", -1, kMaxBytes, false);
+    h.memory.comm_piece_bytes = field("comm_piece_bytes", 0, kMaxBytes, true);
+    h.memory.ranks = int(field("comm_ranks", 0, 1 << 20, true));
+    h.memory.libraries = field("libraries_bytes", -1, kMaxBytes, false);
+    h.memory.products = int(field("libraries_products", 0, 1 << 20, true));
+    TZ_CHECK(h.memory.comm_temporaries < 0 || h.memory.comm_piece_bytes > 0, src,
+             ": hardware field 'memory.comm_temporaries_bytes' needs the 'comm_piece_bytes' it was measured at");
+    TZ_CHECK(h.memory.libraries < 0 || h.memory.products > 0, src,
+             ": hardware field 'memory.libraries_bytes' needs the 'libraries_products' it was measured over");
   }
   return h;
 }

@@ -22,6 +22,21 @@ struct NumaRates {
   bool operator==(const NumaRates&) const = default;
 };
 
+// What a rank holds outside its planned buffers that only a measurement on the machine can say (the
+// hardware file's "memory", written by `tierzero bench calibrate`): bytes of host memory, -1 where not
+// measured. The memory plan's lines of the same names scale them to the run (docs/planning.md).
+struct MemoryLines {
+  // Open MPI's temporaries and shared-memory transport growth while reductions run in pieces of
+  // comm_piece_bytes (kReducingPiecesInFlight of them in flight), at `ranks` ranks on the node.
+  double comm_temporaries = -1;
+  double comm_piece_bytes = 0;
+  int ranks = 0;
+  // oneDNN's kernels (JIT code) and the OpenMP threads' stacks while `products` distinct matrix products run.
+  double libraries = -1;
+  int products = 0;
+  bool operator==(const MemoryLines&) const = default;
+};
+
 struct Hardware {
   std::string name, source;
   // The device each rank trains on; its traits say whether it is the host (CPU training: device copies are
@@ -49,6 +64,7 @@ struct Hardware {
   double inter_gbs = 0;      // per rank between nodes
   double latency_us = 0;     // fixed cost of one collective
   std::vector<NumaRates> numa;  // per NUMA node; none: a numa:N tier gets the CPU Adam's rate
+  MemoryLines memory;           // measured by calibrate; presets: not measured
 
   const NumaRates* numa_rates(int node) const;  // nullptr when not given
 

@@ -117,6 +117,7 @@ MemoryPlan plan_memory(const PlanInputs& in) {
                        4 * std::size_t(in.shape.B) * in.shape.T * sizeof(std::int32_t)});
   const MemoryKind ckpt = tier_memory(in.offload.activations);
   append(p.buffers, model_family(in.model).buffers(in.model, in.shape, in.precision(), in.checkpointing, ckpt, in.device));
+  p.outside = outside_lines(p);
   return p;
 }
 
@@ -137,6 +138,13 @@ std::size_t MemoryPlan::total(Tier t) const {
   std::size_t n = 0;
   for (const BufferSpec& b : buffers)
     if (memory_tier(b.kind) == t) n += b.bytes;
+  return n;
+}
+
+std::size_t MemoryPlan::held(Tier t) const {
+  std::size_t n = total(t);
+  for (const PlanLine& l : outside)
+    if (l.tier == t) n += l.bytes;
   return n;
 }
 
@@ -163,6 +171,7 @@ std::vector<PlanRow> MemoryPlan::rows() const {
     for (const char* c : {"fp32 master", "adam m", "adam v"}) add(c, in.offload.optimizer, optimizer_swap.bytes / 3);
   }
   if (param_swap.bytes) add("working params", in.offload.param, param_swap.bytes);
+  for (const PlanLine& l : outside) add(l.what, l.tier, l.bytes);
   return r;
 }
 
@@ -176,16 +185,17 @@ std::string MemoryPlan::table() const {
   }
   for (Tier tier : tiers()) {
     std::snprintf(b, sizeof b, "  %-40s %-6s %12s of %s\n", "total", tier_name(tier).c_str(),
-                  format_bytes(total(tier)).c_str(), format_bytes(in.budget[tier]).c_str());
+                  format_bytes(held(tier)).c_str(), format_bytes(in.budget[tier]).c_str());
     t += b;
   }
+  for (const PlanLine& l : outside) t += "  (" + l.what + ": " + l.source + ")\n";
   t.pop_back();
   return t;
 }
 
 std::string MemoryPlan::fit_problem() const {
   for (Tier t : tiers()) {
-    const std::size_t need = total(t), budget = in.budget[t];
+    const std::size_t need = held(t), budget = in.budget[t];
     if (need <= budget) continue;
     std::vector<PlanRow> r = rows();
     std::erase_if(r, [&](const PlanRow& x) { return x.tier != t; });

@@ -12,6 +12,7 @@
 #include "core/buffer_plan.h"
 #include "model/model_family.h"
 #include "zero/grad_reducer.h"
+#include "zero/hardware.h"
 #include "zero/group_state.h"
 #include "zero/optimizer_plan.h"
 #include "zero/optimizer_swapper.h"
@@ -40,6 +41,20 @@ struct PlanInputs {
   OffloadOptions offload;
   int world = 1, rank = 0;
   PerTier<std::size_t> budget = PerTier<std::size_t>(kUnlimited);  // bytes
+  // What the rank holds outside its buffers: the data loader's tokens (data_loader_bytes, train/), and
+  // what only a measurement can say (the hardware file's "memory"; not measured: lines of 0, said so).
+  std::size_t data_bytes = 0;
+  MemoryLines measured;
+  std::string measured_source;  // the hardware file the measurement came from
+};
+
+// A line of what a rank holds outside its planned buffers (the data loader, the communicator's staging and
+// temporaries, libraries): counted in what the plan holds (MemoryPlan::held), never allocated through it.
+struct PlanLine {
+  std::string what;
+  Tier tier = Tier::host;
+  std::size_t bytes = 0;
+  std::string source;  // how the figure was found: "planned", "measured by ...", "derived from ..."
 };
 
 // One row of the printed plan: a state class on a tier and its bytes on this rank.
@@ -61,11 +76,16 @@ struct MemoryPlan {
   std::size_t update_chunk = 0;           // elements per piece of a host-side optimizer update
   std::vector<BufferSpec> buffers;        // device and pinned host memory, model included
   std::uint64_t nvme_bytes = 0;           // the NVMe store: optimizer states, then parameter shards
+  std::vector<PlanLine> outside;          // held outside the buffers (outside_lines)
 
   // What the optimizer step reads of this plan (a view of its placement: valid while the plan lives).
   OptimizerPlan optimizer() const;
 
+  // The planned buffers on a tier: what the tier's allocator hands out (and its peak, measured).
   std::size_t total(Tier t) const;
+  // What the rank holds on a tier: its buffers and the lines outside them. Budgets are checked against this,
+  // and it is what the process's resident growth is compared with.
+  std::size_t held(Tier t) const;
   // Bytes of the states that persist across steps (params, grads, master, m, v) on a tier.
   std::size_t state_bytes(Tier t) const;
   // By state class and tier, in first-appearance order.
@@ -80,6 +100,13 @@ struct MemoryPlan {
 
 // Throws, naming the flags, for shapes whose buffers would exceed kMaxPlanBytes or a world beyond kMaxWorld.
 MemoryPlan plan_memory(const PlanInputs& in);
+
+// The lines outside the buffers for a plan (docs/planning.md#outside-the-buffers): the data loader; with
+// collectives on the host (a cpu device) at world > 1, the communicator's staging and Open MPI's
+// temporaries (measured at the calibrated piece and scaled to this one; with whole messages, twice the
+// largest reduction, as Open MPI 4.1's libnbc allocates); on a cuda device, NCCL's buffers as its
+// documentation sizes them; and the libraries (oneDNN's kernels, OpenMP's stacks) as measured.
+std::vector<PlanLine> outside_lines(const MemoryPlan& p);
 
 // The training loop's scalars on the device and their readback: the training loss sum, the stop flag
 // (reduced with it), the validation loss sum.

@@ -1,0 +1,83 @@
+// The memory plan's lines outside its buffers: what a rank holds that no PlannedBuffers allocation is
+// (docs/planning.md#outside-the-buffers).
+#include <algorithm>
+#include <cstdio>
+
+#include "comm/communicator.h"
+#include "core/device_traits.h"
+#include "zero/memory_plan.h"
+
+namespace tz {
+namespace {
+
+// NCCL's documented defaults (https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html):
+// NCCL_BUFFSIZE 4 MiB per connection, a send and a receive side per peer, 2 peers per channel in a ring,
+// and up to 16 channels on an NVLink node (NCCL_MAX_NCHANNELS caps them).
+constexpr std::size_t kNcclBuffsize = std::size_t(4) << 20;
+constexpr int kNcclChannels = 16, kNcclPeersPerChannel = 2;
+
+std::string mib(double bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f MiB", bytes / (1 << 20));
+  return b;
+}
+
+}  // namespace
+
+std::vector<PlanLine> outside_lines(const MemoryPlan& p) {
+  const PlanInputs& in = p.in;
+  std::vector<PlanLine> v;
+  if (in.data_bytes)
+    v.push_back({"data loader", Tier::host, in.data_bytes,
+                 "planned: the tokens held (4 bytes each) and each epoch's window order"});
+  const MemoryLines& m = in.measured;
+  const std::string where = in.measured_source.empty() ? "the hardware file" : in.measured_source;
+  const bool host_collectives = device_traits(in.device).collectives == DeviceCollectives::host;
+  if (in.world > 1 && host_collectives) {
+    // The largest reduction a step makes: a gradient bucket's reduce-scatter (its whole message) or all-reduce.
+    std::size_t largest = 0;
+    for (int l = 0; l < p.buckets.launches(); ++l)
+      largest = std::max(largest, p.buckets.stride[l] * (p.buckets.reduce_scatter ? std::size_t(in.world) : 1) * 4);
+    const std::size_t piece = in.zero.comm_piece_bytes;
+    if (piece == 0) {
+      v.push_back({"communication temporaries", Tier::host, (p.buckets.reduce_scatter ? 2 : 1) * largest,
+                   "derived from Open MPI 4.1's libnbc, which allocates twice a reduce-scatter's message and once an "
+                   "all-reduce's (--comm-piece-bytes 0: whole messages, unbounded by pieces)"});
+    } else {
+      if (p.buckets.reduce_scatter && largest > piece)
+        v.push_back({"communication staging", Tier::host, comm_staging_bytes(piece),
+                     "planned: the communicator packs " + std::to_string(kReducingPiecesInFlight) +
+                         " reduce-scatter pieces of --comm-piece-bytes"});
+      const double used = double(std::min(piece, std::max<std::size_t>(largest, 1)));
+      if (m.comm_temporaries >= 0) {
+        const double bytes = m.comm_temporaries * used / m.comm_piece_bytes;
+        v.push_back({"communication temporaries", Tier::host, std::size_t(bytes),
+                     "measured by bench calibrate (" + where + "): " + mib(m.comm_temporaries) + " at pieces of " +
+                         mib(m.comm_piece_bytes) + " and " + std::to_string(m.ranks) + " ranks, scaled to pieces of " +
+                         mib(used)});
+      } else {
+        v.push_back({"communication temporaries", Tier::host, 0,
+                     "not measured: run `tierzero bench calibrate` under mpirun on this machine"});
+      }
+    }
+  }
+  if (in.world > 1 && device_traits(in.device).collectives == DeviceCollectives::nccl)
+    v.push_back({"NCCL buffers", Tier::device,
+                 kNcclBuffsize * 2 * kNcclPeersPerChannel * kNcclChannels,
+                 "derived from NCCL's documentation (NCCL_BUFFSIZE 4 MiB x send and receive x 2 peers x 16 channels), "
+                 "not measured"});
+  if (host_collectives) {
+    const ModelFamily& family = model_family(in.model);
+    const std::size_t products = family.gemm_shapes(in.model, in.shape, in.precision().act).size();
+    if (m.libraries >= 0)
+      v.push_back({"libraries", Tier::host, std::size_t(m.libraries * double(products) / m.products),
+                   "measured by bench calibrate (" + where + "): " + mib(m.libraries) + " over " +
+                       std::to_string(m.products) + " matrix products, scaled to this model's " +
+                       std::to_string(products)});
+    else
+      v.push_back({"libraries", Tier::host, 0, "not measured: run `tierzero bench calibrate` on this machine"});
+  }
+  return v;
+}
+
+}  // namespace tz
