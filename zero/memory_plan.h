@@ -104,8 +104,8 @@ MemoryPlan plan_memory(const PlanInputs& in);
 // The lines outside the buffers for a plan (docs/planning.md#outside-the-buffers): the data loader; with
 // collectives on the host (a cpu device) at world > 1, the communicator's staging and Open MPI's
 // temporaries (measured at the calibrated piece and scaled to this one; with whole messages, twice the
-// largest reduction, as Open MPI 4.1's libnbc allocates); on a cuda device, NCCL's buffers as its
-// documentation sizes them; and the libraries (oneDNN's kernels, OpenMP's stacks) as measured.
+// largest reduction, as Open MPI 4.1's libnbc allocates); and the libraries (oneDNN's kernels, OpenMP's
+// stacks) as measured. NCCL's buffers are not a line yet (docs/planning.md).
 std::vector<PlanLine> outside_lines(const MemoryPlan& p);
 
 // The training loop's scalars on the device and their readback: the training loss sum, the stop flag

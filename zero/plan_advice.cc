@@ -23,7 +23,7 @@ struct Candidate {
 bool fits(const PlanInputs& in, PlanChange* out) {
   try {
     const MemoryPlan p = plan_memory(in);
-    for (Tier t : tiers()) out->total[t] = p.total(t);
+    for (Tier t : tiers()) out->total[t] = p.held(t);
     return p.fit_problem().empty();
   } catch (const Error&) {
     return false;  // a combination the planner refuses (e.g. parameter offload below stage 3)

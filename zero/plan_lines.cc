@@ -10,12 +10,6 @@
 namespace tz {
 namespace {
 
-// NCCL's documented defaults (https://docs.nvidia.com/deeplearning/nccl/user-guide/docs/env.html):
-// NCCL_BUFFSIZE 4 MiB per connection, a send and a receive side per peer, 2 peers per channel in a ring,
-// and up to 16 channels on an NVLink node (NCCL_MAX_NCHANNELS caps them).
-constexpr std::size_t kNcclBuffsize = std::size_t(4) << 20;
-constexpr int kNcclChannels = 16, kNcclPeersPerChannel = 2;
-
 std::string mib(double bytes) {
   char b[32];
   std::snprintf(b, sizeof b, "%.2f MiB", bytes / (1 << 20));
@@ -61,11 +55,6 @@ std::vector<PlanLine> outside_lines(const MemoryPlan& p) {
       }
     }
   }
-  if (in.world > 1 && device_traits(in.device).collectives == DeviceCollectives::nccl)
-    v.push_back({"NCCL buffers", Tier::device,
-                 kNcclBuffsize * 2 * kNcclPeersPerChannel * kNcclChannels,
-                 "derived from NCCL's documentation (NCCL_BUFFSIZE 4 MiB x send and receive x 2 peers x 16 channels), "
-                 "not measured"});
   if (host_collectives) {
     const ModelFamily& family = model_family(in.model);
     const std::size_t products = family.gemm_shapes(in.model, in.shape, in.precision().act).size();

@@ -51,7 +51,10 @@ TEST(DeviceTraits, EachKindSizesAttentionAndTheMatmulWorkspaceItself) {
   EXPECT_EQ(gemm_workspace_floats(DeviceKind::cpu, DType::f16, g), cpu_gemm_workspace_floats(DType::f16, g));
   EXPECT_GT(gemm_workspace_floats(DeviceKind::cpu, DType::f16, g), 0u);
   EXPECT_EQ(gemm_workspace_floats(DeviceKind::cuda, DType::f16, g), 0u);
-  EXPECT_EQ(gemm_workspace_floats(DeviceKind::cpu, DType::f32, g), 0u);
+  // An fp32 product widens nothing: its workspace is oneDNN's scratchpad alone, in whole cache lines.
+  EXPECT_EQ(gemm_workspace_floats(DeviceKind::cpu, DType::f32, g), cpu_gemm_workspace_floats(DType::f32, g));
+  EXPECT_EQ(cpu_gemm_workspace_floats(DType::f32, g) % 16, 0u);
+  EXPECT_LT(cpu_gemm_workspace_floats(DType::f32, g), gemm_workspace_floats(DeviceKind::cpu, DType::f16, g));
 }
 
 TEST(DeviceTraits, ARegisteredKindParsesByNameAndMakesItsOwnDevices) {
@@ -61,7 +64,8 @@ TEST(DeviceTraits, ARegisteredKindParsesByNameAndMakesItsOwnDevices) {
   EXPECT_EQ(device_kinds(), (std::vector<DeviceKind>{DeviceKind::cpu, DeviceKind::cuda, wide}));
   EXPECT_EQ(attention_saved_floats(wide, AttentionShape::multi_head(2, 4, 6, 3), DType::f32), 2u * 2 * 3 * 4 * 4);
   EXPECT_EQ(gemm_workspace_floats(wide, DType::f32, GemmShape{Trans::no, Trans::no, 8, 8, 8}),
-            testing::kWideExtraWorkspaceFloats);
+            cpu_gemm_workspace_floats(DType::f32, GemmShape{Trans::no, Trans::no, 8, 8, 8}) +
+                testing::kWideExtraWorkspaceFloats);
   EXPECT_TRUE(device_kind_built(wide));
   auto dev = make_device(wide);
   EXPECT_EQ(dev->kind(), wide);
