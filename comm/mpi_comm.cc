@@ -161,7 +161,7 @@ MpiCommunicator::MpiCommunicator(MPI_Comm parent, std::string label) : label_(st
     TZ_MPI_CHECK(MPI_Comm_rank(comm_, &rank_));
     TZ_MPI_CHECK(MPI_Comm_size(comm_, &size_));
   }
-  progress_ = std::make_unique<MpiProgress>(comm_, rank_, size_, name(), stats_);
+  progress_ = std::make_unique<MpiProgress>(comm_, size_, name(), stats_);
 }
 
 MpiCommunicator::~MpiCommunicator() {
@@ -192,6 +192,15 @@ std::shared_ptr<MpiOp> MpiCommunicator::new_op(Collective kind, std::size_t coun
   return op;
 }
 
+bool MpiCommunicator::in_pieces(MpiOp& o, std::size_t count, std::size_t unit_bytes) const {
+  o.reducing = true;
+  const std::size_t piece = piece_bytes();
+  if (!piece || size_ == 1 || count * unit_bytes <= piece) return false;
+  o.piece = std::max<std::size_t>(1, piece / unit_bytes);
+  o.pieces = (count + o.piece - 1) / o.piece;
+  return true;
+}
+
 std::unique_ptr<Work> MpiCommunicator::submit(const std::shared_ptr<MpiOp>& op, double elements_sent) {
   std::unique_ptr<Work> work = progress_->submit(op);
   stats_.add_call(op->call.kind, elements_sent, elements_sent * double(dtype_size(op->dtype)));
@@ -205,29 +214,18 @@ std::unique_ptr<Work> MpiCommunicator::reduce_scatter(const void* send, void* re
            " elements per rank x ", size_, " ranks exceeds MPI's int count; split the message");
   const bool in_place = reduce_scatter_buffers(send, recv, count, dtype, rank_, size_) == BufferUse::in_place;
   auto o = new_op(Collective::reduce_scatter, count, dtype, send, recv);
-  o->reducing = true;
-  const std::size_t es = dtype_size(dtype), piece = piece_bytes();
-  if (piece && size_ > 1 && count * std::size_t(size_) * es > piece) {
-    // Pieces of every rank's block, packed by the progress thread into its staging, each reduced
-    // straight into this rank's recv (in place, that is the send buffer's own slice, which later
-    // pieces never read).
-    o->piece = std::max<std::size_t>(1, piece / (std::size_t(size_) * es));
-    o->pieces = (count + o->piece - 1) / o->piece;
-    o->call.send = send;
-    o->call.recv = recv;
-    o->call.count = int(count);
-    o->call.type = mpi_datatype(dtype);
-    o->call.reduce = mpi_reduce_op(dtype, op);
-    return submit(o, bus_elements_sent(Collective::reduce_scatter, count, rank_, size_));
-  }
+  // Pieces of every rank's block are packed by the progress thread into its staging and each reduced
+  // straight into this rank's recv (in place, the send buffer's own slice, which later pieces never read).
+  const bool pieces = in_pieces(*o, count, std::size_t(size_) * dtype_size(dtype));
+  const bool whole_in_place = in_place && !pieces;
   // MPI_IN_PLACE leaves the result in the buffer's first `count` elements; NCCL's convention wants it
   // in this rank's slice, which the progress thread copies it to (no overlap for rank >= 1).
-  o->call.send = in_place ? MPI_IN_PLACE : send;
-  o->call.recv = in_place ? const_cast<void*>(send) : recv;
+  o->call.send = whole_in_place ? MPI_IN_PLACE : send;
+  o->call.recv = whole_in_place ? const_cast<void*>(send) : recv;
   o->call.count = int(count);
   o->call.type = mpi_datatype(dtype);
   o->call.reduce = mpi_reduce_op(dtype, op);
-  if (in_place && rank_ > 0) {
+  if (whole_in_place && rank_ > 0) {
     o->move_from = send;
     o->move_to = recv;
     o->move_bytes = count * dtype_size(dtype);
@@ -252,12 +250,7 @@ std::unique_ptr<Work> MpiCommunicator::all_reduce(void* buf, std::size_t count, 
   TZ_CHECK(count <= std::size_t(INT_MAX), "all_reduce of ", count, " elements exceeds MPI's int count");
   TZ_CHECK(count == 0 || buf, "all_reduce needs a buffer");
   auto o = new_op(Collective::all_reduce, count, dtype, buf, nullptr);
-  o->reducing = true;
-  const std::size_t es = dtype_size(dtype), piece = piece_bytes();
-  if (piece && size_ > 1 && count * es > piece) {  // contiguous pieces, each reduced in place
-    o->piece = std::max<std::size_t>(1, piece / es);
-    o->pieces = (count + o->piece - 1) / o->piece;
-  }
+  in_pieces(*o, count, dtype_size(dtype));  // contiguous pieces, each reduced in place
   o->call.send = MPI_IN_PLACE;
   o->call.recv = buf;
   o->call.count = int(count);

@@ -82,6 +82,9 @@ class MpiCommunicator final : public Communicator {
   std::shared_ptr<MpiOp> new_op(Collective kind, std::size_t count, DType dtype, const void* send,
                                 const void* recv);
   std::unique_ptr<Work> submit(const std::shared_ptr<MpiOp>& op, double elements_sent);
+  // Marks `o` a reduction and, when its `count` units of `unit_bytes` (a reduce-scatter's unit: one element
+  // of every rank's block) exceed the piece size, splits it into pieces; whether it did.
+  bool in_pieces(MpiOp& o, std::size_t count, std::size_t unit_bytes) const;
 
   MPI_Comm comm_ = MPI_COMM_NULL;
   std::string label_;

@@ -110,8 +110,8 @@ std::string MpiOp::describe(const std::string& group) const {
   return s + " on " + group;
 }
 
-MpiProgress::MpiProgress(MPI_Comm comm, int rank, int size, std::string group, CommStatsAccumulator& stats)
-    : comm_(comm), rank_(rank), size_(size), group_(std::move(group)), stats_(stats) {
+MpiProgress::MpiProgress(MPI_Comm comm, int size, std::string group, CommStatsAccumulator& stats)
+    : comm_(comm), size_(size), group_(std::move(group)), stats_(stats) {
   // Room for the collectives a step keeps in flight, so the per-step path does not allocate here.
   queue_.reserve(64);
   batch_.reserve(64);

@@ -87,9 +87,9 @@ enum class Report { to_caller, quietly };
 
 class MpiProgress {
  public:
-  // Starts the thread. `group` names the communicator in messages (of `size` ranks, this one `rank`);
-  // `stats` receives busy and wait time.
-  MpiProgress(MPI_Comm comm, int rank, int size, std::string group, CommStatsAccumulator& stats);
+  // Starts the thread. `group` names the communicator (of `size` ranks) in messages; `stats` receives
+  // busy and wait time.
+  MpiProgress(MPI_Comm comm, int size, std::string group, CommStatsAccumulator& stats);
   // Stops and joins the thread. Collectives still in flight (a Work outlived by its communicator) are
   // advanced until they complete or their deadline fails the communicator.
   ~MpiProgress();
@@ -120,7 +120,7 @@ class MpiProgress {
                            bool moved);
 
   const MPI_Comm comm_;
-  const int rank_, size_;
+  const int size_;
   const std::string group_;
   CommStatsAccumulator& stats_;
 
