@@ -21,7 +21,7 @@
 #include "train/metrics_file.h"
 #include "train/output_checks.h"
 #include "train/rank_agreement.h"
-#include "train/resident_memory.h"
+#include "core/resident_memory.h"
 #include "train/run_records.h"
 #include "train/run_setup.h"
 #include "train/save_dir.h"

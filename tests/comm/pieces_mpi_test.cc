@@ -15,6 +15,7 @@
 #include "comm/mpi_comm.h"
 #include "core/dtype.h"
 #include "core/poison.h"
+#include "core/resident_memory.h"
 #include "tests/common/float_values.h"
 
 namespace tz {
@@ -129,26 +130,17 @@ TEST(Pieces, ManyInFlightCompleteWhenWaitedInReverseOrder) {
   EXPECT_DOUBLE_EQ(s.elements_sent[int(Collective::reduce_scatter)], 3.0 * (n - 1) * c);
 }
 
-std::size_t peak_resident_bytes() {
-  std::ifstream f("/proc/self/status");
-  std::string line;
-  while (std::getline(f, line))
-    if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
-  return 0;
-}
-bool reset_peak() { return bool(std::ofstream("/proc/self/clear_refs") << "5"); }
-
 // The growth of the peak resident set while a 64 MiB reduce-scatter and all-reduce run, on buffers
 // already resident.
 std::size_t growth_of_a_step(Communicator& comm) {
   const std::size_t elems = std::size_t(16) << 20;  // 64 MiB of fp32
   std::vector<float> send(elems, 1.0f), recv(elems / comm.size(), 0.0f);
   comm.barrier()->wait();
-  if (!reset_peak()) return 0;
-  const std::size_t before = peak_resident_bytes();
+  if (!reset_resident_peak()) return 0;
+  const std::size_t before = resident_status_bytes("VmHWM");
   comm.reduce_scatter(send.data(), recv.data(), elems / comm.size(), DType::f32)->wait();
   comm.all_reduce(send.data(), elems, DType::f32)->wait();
-  return peak_resident_bytes() - before;
+  return resident_status_bytes("VmHWM") - before;
 }
 
 // Without pieces Open MPI 4.1's libnbc allocates a reduce-scatter's message twice and an all-reduce's
@@ -161,7 +153,7 @@ TEST(Pieces, BoundWhatOpenMpiAllocates) {
   auto whole = world(0), pieces = world(std::size_t(1) << 20);
   if (whole->size() < 2) GTEST_SKIP() << "one rank runs no reduction";
   if (kPoisonDeviceMemory) GTEST_SKIP() << "AddressSanitizer's shadow and quarantine change the resident set";
-  if (!reset_peak()) GTEST_SKIP() << "this kernel refuses /proc/self/clear_refs: the peak cannot be measured";
+  if (!reset_resident_peak()) GTEST_SKIP() << "this kernel refuses /proc/self/clear_refs: the peak cannot be measured";
   const std::size_t in_pieces = growth_of_a_step(*pieces), unbounded = growth_of_a_step(*whole);
   EXPECT_LT(in_pieces, std::size_t(8) << 20) << "1 MiB pieces grew the peak resident set by " << in_pieces << " bytes";
   EXPECT_GT(unbounded, std::size_t(12) << 20) << "whole messages grew it by " << unbounded << " bytes";

@@ -12,7 +12,7 @@
 #include "comm/communicator.h"
 #include "core/poison.h"
 #include "tests/common/test_dir.h"
-#include "train/resident_memory.h"
+#include "core/resident_memory.h"
 #include "train/trainer.h"
 
 namespace tz {

@@ -1,5 +1,5 @@
 // /proc/self/status and /proc/self/clear_refs.
-#include "train/resident_memory.h"
+#include "core/resident_memory.h"
 
 #include <fstream>
 
