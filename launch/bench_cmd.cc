@@ -16,10 +16,12 @@
 #include "launch/bench_gpu_cmd.h"
 #include "launch/commands.h"
 #include "launch/flag_table.h"
+#include "launch/hardware_file.h"
 #include "launch/model_options.h"
 #include "launch/parse_args.h"
 #include "perf/adam_bench.h"
 #include "perf/calibrate.h"
+#include "perf/calibrate_memory.h"
 #include "perf/comm_bench.h"
 #include "perf/io_bench.h"
 #include "perf/numa_bench.h"
@@ -311,6 +313,7 @@ struct CalibrateFlags {
   CalibrateOptions o;
   ModelFlags mf{"gpt2"};
   std::string out = local_hardware_path(), nvme_bytes = "1G";
+  bool memory_only = false;
 };
 
 po::options_description bench_calibrate_options(CalibrateFlags& f) {
@@ -323,6 +326,10 @@ po::options_description bench_calibrate_options(CalibrateFlags& f) {
       "micro-batch", po::value(&f.o.micro_batch)->default_value(f.o.micro_batch), "sequences per step")(
       "nvme-path", po::value(&f.o.nvme_path)->default_value(""), "measure the NVMe store in this folder")(
       "nvme-bytes", po::value(&f.nvme_bytes)->default_value(f.nvme_bytes), "bytes written then read there")(
+      "memory-only", po::bool_switch(&f.memory_only),
+      "measure only the memory lines outside the plan's buffers and add them to the existing --out file, "
+      "keeping its rates: run once more under mpirun -np N for each world size the plan should know the "
+      "communication temporaries at (docs/planning.md#outside-the-buffers)")(
       "out", po::value(&f.out)->default_value(f.out, "$TIERZERO_HARDWARE or ~/.config/tierzero/hardware.json"),
       "the hardware file to write (rank 0), where --hardware local reads it: by default $TIERZERO_HARDWARE, "
       "else "
@@ -343,6 +350,9 @@ int bench_calibrate(const std::vector<std::string>& args) {
   o.seq_len = mf.seq_len;
   o.nvme_bytes = parse_bytes(nvme_bytes);
   const WorldInfo w = discover_world();
+  // --memory-only adds to the file the rates are in: refused before anything is made or measured.
+  TZ_CHECK(!f.memory_only || std::filesystem::is_regular_file(out), "--memory-only adds to an existing hardware file, and ",
+           out, " is not one; run `tierzero bench calibrate --out ", out, "` first");
   {  // the file's folder made and the target checked before the measurements, not after (on every rank: alike)
     check_outside_checkpoint_trees(out, "--out");
     const std::filesystem::path parent = std::filesystem::path(out).parent_path();
@@ -350,7 +360,20 @@ int bench_calibrate(const std::vector<std::string>& args) {
     check_planned_outputs({{"--out", out, PlannedKind::file}});
   }
   std::unique_ptr<Communicator> comm = w.source == "single" ? nullptr : make_mpi_world();
-  const Hardware h = calibrate(o, comm.get(), false);
+  Hardware h;
+  if (f.memory_only) {
+    h = load_hardware(out);  // on every rank before measuring: a malformed file fails them alike
+    const MemoryLines m = measure_memory_lines(o, comm.get());
+    if (!m.comm.empty()) {
+      if (h.memory.comm_piece_bytes != m.comm_piece_bytes) h.memory.comm.clear();  // measured at other pieces
+      h.memory.comm_piece_bytes = m.comm_piece_bytes;
+      for (const CommTemporaries& c : m.comm) h.memory.add_comm(c.ranks, c.bytes);
+    }
+    h.memory.libraries = m.libraries;
+    h.memory.products = m.products;
+  } else {
+    h = calibrate(o, comm.get(), false);
+  }
   if (!comm || comm->rank() == 0) {
     const std::string text = h.to_json().dump(1) + "\n";
     AtomicOutputFile f(out, "hardware file");

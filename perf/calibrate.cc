@@ -14,7 +14,8 @@
 #include "core/device.h"
 #include "core/error.h"
 #include "perf/adam_bench.h"
-#include "perf/comm_bench.h"
+#include "perf/calibrate_comm.h"
+#include "perf/calibrate_memory.h"
 #include "perf/io_bench.h"
 #include "perf/numa_bench.h"
 #include "perf/step_bench.h"
@@ -63,6 +64,8 @@ Hardware calibrate(const CalibrateOptions& opt, Communicator* comm, bool quiet) 
   const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
   h.device_bytes = h.host_bytes = std::size_t(pages) * std::size_t(page) / std::size_t(ranks);
   h.host_bytes *= std::size_t(ranks);
+  // What a rank holds outside the plan's buffers, first: before any other collective or product has run.
+  h.memory = measure_memory_lines(opt, comm);
 
   // Compute: forward + backward of a training step (the optimizer is its own term), every rank at once.
   StepBenchOptions so;
@@ -107,18 +110,8 @@ Hardware calibrate(const CalibrateOptions& opt, Communicator* comm, bool quiet) 
     h.nvme_read_gbs = r["read_gbps"].get<double>();
     h.nvme_write_gbs = r["write_gbps"].get<double>();
   }
-  if (comm && ranks > 1) {
-    CommBenchOptions co;
-    co.collectives = {Collective::all_reduce};
-    co.min_bytes = 4096;
-    co.max_bytes = std::size_t(64) << 20;
-    co.iters = 10;
-    const nlohmann::json r = run_comm_bench(dynamic_cast<MpiCommunicator&>(*comm), co, true);
-    const auto& rows = r["rows"];
-    h.latency_us = rows.front()["time_us"].get<double>();
-    h.intra_gbs = rows.back()["busbw_gbs"].get<double>();
-    h.inter_gbs = h.intra_gbs;  // one node measured: between nodes is unknown (edit the file)
-  }
+  measure_cast_rate(ranks, h);
+  if (comm && ranks > 1) measure_comm_terms(dynamic_cast<MpiCommunicator&>(*comm), opt, h);
   h.source = "tierzero bench calibrate on " + std::string(host) + " (" + std::to_string(ranks) + " rank" +
              (ranks == 1 ? "" : "s") + ", " + opt.model_name + " micro-batch " + std::to_string(opt.micro_batch) +
              " x seq " + std::to_string(opt.seq_len) + ")";

@@ -2,6 +2,7 @@
 // (the efficiency of a tuned step, achievable bus bandwidths), each stated in `source`.
 #include "zero/hardware.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -152,17 +153,59 @@ nlohmann::json Hardware::to_json() const {
           {"intra_gbs", intra_gbs},
           {"inter_gbs", inter_gbs},
           {"latency_us", latency_us},
+          {"reduce_scatter_gbs", reduce_scatter_gbs},
+          {"all_gather_gbs", all_gather_gbs},
+          {"all_reduce_gbs", all_reduce_gbs},
+          {"sync_us", sync_us},
+          {"comm_overlap", comm_overlap},
+          {"cast_gbs", cast_gbs},
           {"numa", [&] {
              nlohmann::json a = nlohmann::json::array();
              for (const NumaRates& r : numa) a.push_back({{"node", r.node}, {"read_gbs", r.read_gbs}, {"write_gbs", r.write_gbs}});
              return a;
            }()},
           {"memory",
-           {{"comm_temporaries_bytes", memory.comm_temporaries},
-            {"comm_piece_bytes", memory.comm_piece_bytes},
-            {"comm_ranks", memory.ranks},
+           {{"comm_piece_bytes", memory.comm_piece_bytes},
+            {"comm_temporaries", [&] {
+               nlohmann::json a = nlohmann::json::array();
+               for (const CommTemporaries& c : memory.comm) a.push_back({{"ranks", c.ranks}, {"bytes", c.bytes}});
+               return a;
+             }()},
             {"libraries_bytes", memory.libraries},
             {"libraries_products", memory.products}}}};
+}
+
+void MemoryLines::add_comm(int ranks, double bytes) {
+  auto it = std::find_if(comm.begin(), comm.end(), [&](const CommTemporaries& c) { return c.ranks >= ranks; });
+  if (it != comm.end() && it->ranks == ranks)
+    it->bytes = bytes;
+  else
+    comm.insert(it, {ranks, bytes});
+}
+
+double MemoryLines::comm_at(int ranks, std::string* how) const {
+  auto say = [&](std::string s) {
+    if (how) *how = std::move(s);
+  };
+  if (comm.empty()) return -1;
+  for (const CommTemporaries& c : comm)
+    if (c.ranks == ranks) {
+      say("measured at " + std::to_string(ranks) + " ranks");
+      return c.bytes;
+    }
+  if (comm.size() == 1) {
+    say("measured at " + std::to_string(comm[0].ranks) + " ranks only, not scaled");
+    return comm[0].bytes;
+  }
+  // The two nearest sizes: the ones around `ranks`, or the two at the end it lies beyond.
+  std::size_t hi = 1;
+  while (hi + 1 < comm.size() && comm[hi].ranks < ranks) ++hi;
+  const CommTemporaries &a = comm[hi - 1], &b = comm[hi];
+  const double v = a.bytes + (b.bytes - a.bytes) * double(ranks - a.ranks) / double(b.ranks - a.ranks);
+  say("on the line through the measurements at " + std::to_string(a.ranks) + " and " + std::to_string(b.ranks) + " ranks");
+  double least = comm.front().bytes;
+  for (const CommTemporaries& c : comm) least = std::min(least, c.bytes);
+  return std::max(v, least);
 }
 
 const NumaRates* Hardware::numa_rates(int node) const {
@@ -244,6 +287,12 @@ Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
   h.intra_gbs = rate("intra_gbs");
   h.inter_gbs = rate("inter_gbs");
   h.latency_us = num("latency_us", 0, 1e9);
+  // Since issue 33; optional (0: not measured).
+  for (auto [key, field] : {std::pair{"reduce_scatter_gbs", &h.reduce_scatter_gbs}, std::pair{"all_gather_gbs", &h.all_gather_gbs},
+                            std::pair{"all_reduce_gbs", &h.all_reduce_gbs}, std::pair{"cast_gbs", &h.cast_gbs}})
+    if (j.contains(key)) *field = rate(key);
+  if (j.contains("sync_us")) h.sync_us = num("sync_us", 0, 1e9);
+  if (j.contains("comm_overlap")) h.comm_overlap = num("comm_overlap", -10, 1);
   if (j.contains("numa")) {  // since issue 20; optional
     TZ_CHECK(j["numa"].is_array(), src, ": hardware field 'numa' must be a list of {\"node\": N, \"read_gbs\": R, \"write_gbs\": W}");
     for (const nlohmann::json& e : j["numa"]) {
@@ -279,13 +328,29 @@ Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
                shown(hi), "]");
       return v.get<double>();
     };
-    h.memory.comm_temporaries = field("comm_temporaries_bytes", -1, kMaxBytes, false);
     h.memory.comm_piece_bytes = field("comm_piece_bytes", 0, kMaxBytes, true);
-    h.memory.ranks = int(field("comm_ranks", 0, 1 << 20, true));
     h.memory.libraries = field("libraries_bytes", -1, kMaxBytes, false);
     h.memory.products = int(field("libraries_products", 0, 1 << 20, true));
-    TZ_CHECK(h.memory.comm_temporaries < 0 || h.memory.comm_piece_bytes > 0, src,
-             ": hardware field 'memory.comm_temporaries_bytes' needs the 'comm_piece_bytes' it was measured at");
+    if (m.contains("comm_temporaries")) {
+      const nlohmann::json& a = m["comm_temporaries"];
+      TZ_CHECK(a.is_array(), src, ": hardware field 'memory.comm_temporaries' must be a list of {\"ranks\": N, \"bytes\": B}");
+      for (const nlohmann::json& e : a) {
+        TZ_CHECK(e.is_object() && e.contains("ranks") && e.contains("bytes") && e["ranks"].is_number() &&
+                     e["bytes"].is_number(),
+                 src, ": hardware field 'memory.comm_temporaries' entry ", e.dump(), " must be {\"ranks\": N, \"bytes\": B}");
+        const double r = e["ranks"].get<double>(), b = e["bytes"].get<double>();
+        TZ_CHECK(std::isfinite(r) && r >= 2 && r <= (1 << 20) && r == std::floor(r), src,
+                 ": hardware field 'memory.comm_temporaries': ranks ", e["ranks"].dump(), " must be a whole number of at least 2");
+        TZ_CHECK(std::isfinite(b) && b >= 0 && b <= kMaxBytes, src, ": hardware field 'memory.comm_temporaries': bytes ",
+                 e["bytes"].dump(), " at ", int(r), " ranks must be a number in [0, ", shown(kMaxBytes), "]");
+        TZ_CHECK(std::none_of(h.memory.comm.begin(), h.memory.comm.end(),
+                              [&](const CommTemporaries& c) { return c.ranks == int(r); }),
+                 src, ": hardware field 'memory.comm_temporaries' gives ", int(r), " ranks twice");
+        h.memory.add_comm(int(r), b);
+      }
+    }
+    TZ_CHECK(h.memory.comm.empty() || h.memory.comm_piece_bytes > 0, src,
+             ": hardware field 'memory.comm_temporaries' needs the 'comm_piece_bytes' it was measured at");
     TZ_CHECK(h.memory.libraries < 0 || h.memory.products > 0, src,
              ": hardware field 'memory.libraries_bytes' needs the 'libraries_products' it was measured over");
   }

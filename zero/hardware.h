@@ -22,19 +22,30 @@ struct NumaRates {
   bool operator==(const NumaRates&) const = default;
 };
 
-// What a rank holds outside its planned buffers that only a measurement on the machine can say (the
-// hardware file's "memory", written by `tierzero bench calibrate`): bytes of host memory, -1 where not
-// measured. The memory plan's lines of the same names scale them to the run (docs/planning.md).
-struct MemoryLines {
-  // Open MPI's temporaries and shared-memory transport growth while reductions run in pieces of
-  // comm_piece_bytes (kReducingPiecesInFlight of them in flight), at `ranks` ranks on the node.
-  double comm_temporaries = -1;
-  double comm_piece_bytes = 0;
+// Open MPI's temporaries and shared-memory transport growth one rank saw while reductions and gathers ran
+// in pieces of MemoryLines::comm_piece_bytes (kReducingPiecesInFlight in flight), with `ranks` ranks on the node.
+struct CommTemporaries {
   int ranks = 0;
-  // oneDNN's kernels (JIT code) and the OpenMP threads' stacks while `products` distinct matrix products run.
+  double bytes = 0;
+  bool operator==(const CommTemporaries&) const = default;
+};
+
+// What a rank holds outside its planned buffers that only a measurement on the machine can say (the
+// hardware file's "memory", written by `tierzero bench calibrate`): bytes of host memory. The memory plan's
+// lines of the same names scale them to the run (docs/planning.md#outside-the-buffers).
+struct MemoryLines {
+  double comm_piece_bytes = 0;        // the pieces the communication lines were measured at
+  std::vector<CommTemporaries> comm;  // one per world size measured, ascending; none: not measured
+  // oneDNN's kernels (JIT code) and the OpenMP threads' stacks while `products` distinct matrix products
+  // ran once each (-1: not measured).
   double libraries = -1;
   int products = 0;
   bool operator==(const MemoryLines&) const = default;
+  // The communication temporaries at `ranks` ranks: the measurement at that size, else the straight line
+  // through the two nearest (never below the least measured), else the one there is; -1 when none.
+  // `how` says which.
+  double comm_at(int ranks, std::string* how = nullptr) const;
+  void add_comm(int ranks, double bytes);  // replaces a measurement at the same size
 };
 
 struct Hardware {
@@ -63,6 +74,16 @@ struct Hardware {
   double intra_gbs = 0;      // collective bus bandwidth per rank inside a node
   double inter_gbs = 0;      // per rank between nodes
   double latency_us = 0;     // fixed cost of one collective
+  // Measured by calibrate since issue 33 (0: not measured; the model then uses intra_gbs, no sync cost,
+  // no overlap and no cast term). Each collective's own bus rate in a node, in the training's pieces:
+  double reduce_scatter_gbs = 0, all_gather_gbs = 0, all_reduce_gbs = 0;
+  // What a collective waited on right after compute costs beyond latency_us: the wait for the slowest rank.
+  double sync_us = 0;
+  // Where compute and collectives share the cores (a CPU node): the fraction of the shorter of the two that
+  // runs concurrently when a collective is in flight during compute, as measured (negative: the progress
+  // threads' contention costs more than running them one after the other).
+  double comm_overlap = 0;
+  double cast_gbs = 0;  // fp32 <-> bf16/fp16 casts, bytes read + written per second per node / 1e9
   std::vector<NumaRates> numa;  // per NUMA node; none: a numa:N tier gets the CPU Adam's rate
   MemoryLines memory;           // measured by calibrate; presets: not measured
 

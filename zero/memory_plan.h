@@ -101,11 +101,17 @@ struct MemoryPlan {
 // Throws, naming the flags, for shapes whose buffers would exceed kMaxPlanBytes or a world beyond kMaxWorld.
 MemoryPlan plan_memory(const PlanInputs& in);
 
+// NCCL's buffers on each device of a world of 2 or more, derived from its documentation until a GPU
+// measures them: NCCL_BUFFSIZE (default 4 MiB) for a send and a receive connection to each of a ring's
+// 2 neighbours, on each of kNcclChannels channels (NCCL opens 16 or more on an NVLink node).
+inline constexpr int kNcclChannels = 16;
+inline constexpr std::size_t kNcclBufferBytes = std::size_t(4 << 20) * 2 * 2 * kNcclChannels;
+
 // The lines outside the buffers for a plan (docs/planning.md#outside-the-buffers): the data loader; with
 // collectives on the host (a cpu device) at world > 1, the communicator's staging and Open MPI's
 // temporaries (measured at the calibrated piece and scaled to this one; with whole messages, twice the
 // largest reduction, as Open MPI 4.1's libnbc allocates); and the libraries (oneDNN's kernels, OpenMP's
-// stacks) as measured. NCCL's buffers are not a line yet (docs/planning.md).
+// stacks) as measured; with NCCL (a cuda device) at world > 1, its buffers on the device (derived).
 std::vector<PlanLine> outside_lines(const MemoryPlan& p);
 
 // The training loop's scalars on the device and their readback: the training loss sum, the stop flag

@@ -1,6 +1,7 @@
 // The memory plan's lines outside its buffers: what a rank holds that no PlannedBuffers allocation is
 // (docs/planning.md#outside-the-buffers).
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "comm/communicator.h"
@@ -42,18 +43,32 @@ std::vector<PlanLine> outside_lines(const MemoryPlan& p) {
         v.push_back({"communication staging", Tier::host, comm_staging_bytes(piece),
                      "planned: the communicator packs " + std::to_string(kReducingPiecesInFlight) +
                          " reduce-scatter pieces of --comm-piece-bytes"});
+      // Measured at the calibrated piece size and at this world size (or on the line through two others:
+      // Open MPI's shared-memory transport grows with the ranks). A run whose pieces (or whole reductions)
+      // are another size moves libnbc's part, twice a reduce-scatter piece per piece in flight, by the difference.
       const double used = double(std::min(piece, std::max<std::size_t>(largest, 1)));
-      if (m.comm_temporaries >= 0) {
-        const double bytes = m.comm_temporaries * used / m.comm_piece_bytes;
+      std::string how;
+      const double at = m.comm_at(in.world, &how);
+      if (at >= 0) {
+        const double moved = 2.0 * kReducingPiecesInFlight * (used - m.comm_piece_bytes);
+        const double bytes = std::max(0.0, at + moved);
         v.push_back({"communication temporaries", Tier::host, std::size_t(bytes),
-                     "measured by bench calibrate (" + where + "): " + mib(m.comm_temporaries) + " at pieces of " +
-                         mib(m.comm_piece_bytes) + " and " + std::to_string(m.ranks) + " ranks, scaled to pieces of " +
-                         mib(used)});
+                     "measured by bench calibrate (" + where + "): " + mib(at) + " " + how + ", at pieces of " +
+                         mib(m.comm_piece_bytes) +
+                         (moved != 0 ? "; " + std::string(moved > 0 ? "plus " : "less ") + mib(std::abs(moved)) +
+                                           " for pieces of " + mib(used) + " (twice a piece per piece in flight)"
+                                     : "")});
       } else {
         v.push_back({"communication temporaries", Tier::host, 0,
                      "not measured: run `tierzero bench calibrate` under mpirun on this machine"});
       }
     }
+  }
+  if (in.world > 1 && !host_collectives) {
+    // NCCL's buffers: not measured on a GPU yet, so derived from its documentation (docs/planning.md#nccl).
+    v.push_back({"nccl buffers", Tier::device, kNcclBufferBytes,
+                 "derived from NCCL's documentation, not measured: NCCL_BUFFSIZE (4 MiB) for each of a ring's send "
+                 "and receive connections to its 2 neighbours, on " + std::to_string(kNcclChannels) + " channels"});
   }
   if (host_collectives) {
     const ModelFamily& family = model_family(in.model);

@@ -18,7 +18,6 @@ namespace {
 // with n).
 double collective_s(double bytes, int world, bool all_reduce, double bus_gbs, double latency_us) {
   if (world <= 1) return 0;  // one rank moves nothing (and a bus of 0 GB/s must not make that 0/0)
-  if (world <= 1) return 0;
   const double factor = (all_reduce ? 2.0 : 1.0) * double(world - 1) / world;
   return latency_us * 1e-6 * std::max(1.0, std::log2(double(world))) + factor * bytes / (bus_gbs * 1e9);
 }
@@ -73,6 +72,13 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
   const double bus = p.nodes > 1 ? std::min(hw.intra_gbs, hw.inter_gbs) : hw.intra_gbs;
   TZ_CHECK(W == 1 || bus > 0, "hardware '", hw.name, "' has no collective bandwidth (",
            hw.intra_gbs <= 0 ? "intra_gbs" : "inter_gbs", " is 0); calibrate under mpirun -np 2 or give it in the file");
+  // Each collective at its own measured rate where the calibration has one (in a node; across nodes no
+  // faster than inter_gbs), else the all-reduce bus.
+  auto bus_of = [&](double kind_gbs) {
+    if (kind_gbs <= 0) return bus;
+    return p.nodes > 1 ? std::min(kind_gbs, hw.inter_gbs) : kind_gbs;
+  };
+  const double rs_bus = bus_of(hw.reduce_scatter_gbs), ag_bus = bus_of(hw.all_gather_gbs), ar_bus = bus_of(hw.all_reduce_gbs);
   const double wbytes = double(dtype_size(in.dtype));
   // On a CPU the collectives, copies and the optimizer run on the cores that compute: nothing is hidden.
   const bool host_is_device = device_traits(hw.device).unified_memory;
@@ -102,7 +108,8 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
   double reduce_once = 0, last_launch = 0, reduce_bytes = 0;
   for (int l = 0; l < plan.buckets.launches(); ++l) {
     const double elems = double(plan.buckets.stride[l]) * (plan.buckets.reduce_scatter ? W : 1);
-    last_launch = collective_s(elems * 4, W, !plan.buckets.reduce_scatter, bus, hw.latency_us);
+    last_launch = plan.buckets.reduce_scatter ? collective_s(elems * 4, W, false, rs_bus, hw.latency_us)
+                                              : collective_s(elems * 4, W, true, ar_bus, hw.latency_us);
     reduce_once += last_launch;
     reduce_bytes += elems * 4;
   }
@@ -111,28 +118,38 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
   const int reductions = every_micro ? accum : 1;
   // Stage 3: sharded groups gathered for forward and again for backward, every micro-step.
   double gather_micro = 0, gather_first = 0, regather = 0;
+  int gathers_micro = 0, regathers = 0;
   for (int g = 0; g < plan.map.groups(); ++g) {
     const GroupPlacement& gp = pl.groups[g];
     const double bytes = double(plan.map.group(g).padded) * wbytes;
     if (gp.params_sharded) {
-      const double t = collective_s(bytes, W, false, bus, hw.latency_us);
+      const double t = collective_s(bytes, W, false, ag_bus, hw.latency_us);
       gather_micro += 2 * t;
+      gathers_micro += 2;
       if (gather_first == 0) gather_first = t;
     }
-    if (gp.regather_after_step) regather += collective_s(bytes, W, false, bus, hw.latency_us);
+    if (gp.regather_after_step) {
+      regather += collective_s(bytes, W, false, ag_bus, hw.latency_us);
+      ++regathers;
+    }
   }
-  const bool overlap = can_hide && in.zero.overlap_comm;
-  const bool prefetch = can_hide && in.zero.prefetch_bucket_size > 0;
+  // What runs while compute does: reductions launched during backward (overlap_comm) and prefetched
+  // gathers. A GPU's copy engines and NCCL hide them behind compute; on a CPU they share its cores and
+  // hide the calibrated fraction comm_overlap of it (negative: the contention costs more).
+  const bool overlap = in.zero.overlap_comm && (can_hide || hw.comm_overlap != 0);
+  const bool prefetch = in.zero.prefetch_bucket_size > 0 && (can_hide || hw.comm_overlap != 0);
+  const double hide = can_hide ? 1.0 : hw.comm_overlap;
+  const bool prefetch_io = can_hide && in.zero.prefetch_bucket_size > 0;  // fetches from the host and NVMe
   const double comm_micro_hideable = (overlap ? reduce_once * (every_micro ? 1 : 0) : 0) + (prefetch ? gather_micro : 0);
   StepTerm comm{"communication", reduce_once * reductions + gather_micro * accum + regather, 0, ""};
   {
     // Per micro-step, what can run behind that micro-step's compute; the first gather and the last
     // bucket always wait.
     const double unhideable = (prefetch ? gather_first : 0) + (overlap ? last_launch : 0);
-    const double hidden_micro =
-        std::max(0.0, std::min(comm_micro_hideable - unhideable, micro_compute));
+    const double hidden_micro = hide * std::max(0.0, std::min(comm_micro_hideable - unhideable, micro_compute));
     double exposed = comm.seconds - hidden_micro * accum;
-    if (!every_micro && overlap) exposed -= std::min(reduce_once - last_launch, micro_compute);  // the last micro-step's
+    if (!every_micro && overlap)  // the last micro-step's
+      exposed -= hide * std::max(0.0, std::min(reduce_once - last_launch, micro_compute));
     comm.exposed = std::max(0.0, exposed);
     char b[200];
     std::snprintf(b, sizeof b, "%s per reduction x %d, %d launch%s; gathers %s per micro-step; after the step %s; bus %.0f GB/s",
@@ -205,7 +222,7 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
            hw.name, "' has no NVMe rates; calibrate with --nvme-path DIR or give nvme_read_gbs and nvme_write_gbs");
   const double host_link = seconds_at(down + up, link, hw, "link_gbs", "gradients and parameters between host and device");
   StepTerm host{"host <-> device", host_link + fetch_micro * accum, 0, ""};
-  host.exposed = host_link + std::max(0.0, fetch_micro - (prefetch ? micro_compute : 0)) * accum;
+  host.exposed = host_link + std::max(0.0, fetch_micro - (prefetch_io ? micro_compute : 0)) * accum;
   {
     char b[160];
     std::snprintf(b, sizeof b, "gradients down %s, parameters up %s, parameter fetches %s per micro-step at %.0f GB/s",
@@ -233,13 +250,20 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
     if (!numa_note.empty()) optim.detail += "; " + numa_note;
   }
   StepTerm nvme{"nvme parameters", nvme_fetch_micro * accum + nvme_param_write, 0, ""};
-  nvme.exposed = std::max(0.0, nvme_fetch_micro - (prefetch ? micro_compute : 0)) * accum + nvme_param_write;
+  nvme.exposed = std::max(0.0, nvme_fetch_micro - (prefetch_io ? micro_compute : 0)) * accum + nvme_param_write;
   nvme.detail = "parameter shards read " + ms(nvme_fetch_micro) + " per micro-step, written " + ms(nvme_param_write);
   StepTerm scalars{"scalar reductions", 3 * collective_s(8, W, true, bus > 0 ? bus : 1, hw.latency_us), 0,
                    "loss, norm, stop flag"};
   scalars.exposed = scalars.seconds;
 
-  p.terms = {compute, comm, host, optim, nvme, scalars};
+  // Every collective the step waits on right after compute waits for the slowest rank: sync_us each (the
+  // reductions, the gathers, the gathers after the step, the scalars).
+  const int waited = W > 1 ? plan.buckets.launches() * (pl.reduce ? reductions : 0) + gathers_micro * accum + regathers + 3 : 0;
+  StepTerm sync{"synchronisation", waited * hw.sync_us * 1e-6, 0, ""};
+  sync.exposed = sync.seconds;
+  sync.detail = std::to_string(waited) + " collectives waited on, " + ms(hw.sync_us * 1e-6) + " each";
+
+  p.terms = {compute, comm, host, optim, nvme, scalars, sync};
   for (const StepTerm& t : p.terms) p.step_s += t.exposed;
   p.tokens_per_s = double(in.shape.B) * in.shape.T * accum * W / p.step_s;
   const double peak = hw.peak_tflops[in.dtype == DType::f32 ? 0 : in.dtype == DType::bf16 ? 1 : 2];

@@ -3,11 +3,13 @@
 # fixed before the model was tuned (issue 19; the configurations below are not to be changed to fit the
 # model): both families, ZeRO stages 0-3, fp32 and bf16, the optimizer on the host and on NVMe,
 # ZeRO-Infinity, 1, 2 and 4 ranks, 1 and 2 threads per rank. First a calibration (`tierzero bench
-# calibrate` under mpirun -np 2, with an NVMe folder), then per configuration:
+# calibrate` under mpirun -np 2, with an NVMe folder, then its memory lines at 4 ranks), then per
+# configuration:
 #   predicted step: `tierzero plan --hardware hw.json` (with --threads-per-rank where plan has it);
 #   measured step:  the median of steps 4-12 of a real `tierzero train` run with the same flags;
-#   predicted memory: rank 0's plan, device + host (`plan --json --rank 0`; on the cpu device both are
-#                   host memory);
+#   predicted memory: what rank 0's plan holds, device + host, its buffers and the lines outside them with
+#                   the calibration's measured ones (`plan --json --rank 0 --hardware hw.json`; on the cpu
+#                   device both are host memory);
 #   measured memory: the growth of rank 0's peak resident set (VmHWM) over its resident set when train()
 #                   began, as train prints it (the kernel's count).
 # Prints one row per configuration, then the distribution of both errors. With BEFORE_TZ=an older tierzero
@@ -43,6 +45,10 @@ gpt_h=(--n-layer 8 --n-embd 256 --n-head 4 --vocab 256 --seq-len 64 --micro-batc
 llama_h=(--init-from "$work/llama_h" --seq-len 96 --micro-batch 4)
 mpirun -np 2 --oversubscribe --bind-to none -x OMP_NUM_THREADS=$((cores / 2 > 0 ? cores / 2 : 1)) \
   "$tz" bench calibrate "${gpt[@]}" --nvme-path "$work/nvme" --nvme-bytes 512M --out "$work/hw.json" > "$work/calibrate.log"
+# The communication temporaries grow with the ranks on the node: measured at 4 ranks too (the rates stay
+# the 2-rank calibration's).
+mpirun -np 4 --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 \
+  "$tz" bench calibrate "${gpt[@]}" --memory-only --out "$work/hw.json" > "$work/calibrate-memory.log"
 echo "calibration: $work/hw.json ($(grep -o '"source": "[^"]*"' "$work/hw.json"))"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) ($(grep -o -m1 'amx_bf16' /proc/cpuinfo || echo no AMX), $cores cores)"
 threads_flag=0
@@ -63,7 +69,7 @@ run() {  # run NAME WORLD THREADS MODEL_ARRAY_NAME FLAGS...   (WORLD "2h": 2 ran
   local predicted planned measured grew
   predicted=$("$tz" plan --world "$world" "${flags[@]}" "${extra[@]}" --hardware "$work/hw.json" --ranks-per-node "$world" |
               awk '/^  step /{print $2}')
-  planned=$("$tz" plan --world "$world" --rank 0 "${flags[@]}" --json |
+  planned=$("$tz" plan --world "$world" --rank 0 "${flags[@]}" "${extra[@]}" --hardware "$work/hw.json" --json |
             /usr/bin/python3 -c "import json,sys; b=json.load(sys.stdin)['ranks'][0]['bytes']; print(b['device']+b['host'])")
   rm -f "$work/m.jsonl"
   local launch=() rc=0

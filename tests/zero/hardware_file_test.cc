@@ -79,3 +79,73 @@ TEST(HardwareFile, TheDeviceIsNamedByKindAndAnUnknownOneIsRefusedNamingTheFile) 
 
 }  // namespace
 }  // namespace tz
+
+namespace tz {
+namespace {
+
+// The memory section (issue 33): what bench calibrate measured round-trips, every malformed entry is
+// refused naming it, and the communication temporaries at a world size are the measurement there, else the
+// line through the two nearest, never below the least.
+TEST(HardwareFile, TheMeasuredMemoryLinesRoundTripAndMalformedOnesAreRefused) {
+  Hardware h = hardware_preset("h100-80g");
+  h.memory.comm_piece_bytes = 4 << 20;
+  h.memory.add_comm(4, 30e6);
+  h.memory.add_comm(2, 10e6);
+  h.memory.libraries = 3e6;
+  h.memory.products = 34;
+  const Hardware back = Hardware::from_json(h.to_json(), "h.json");
+  EXPECT_EQ(back.memory, h.memory);
+  ASSERT_EQ(back.memory.comm.size(), 2u);
+  EXPECT_EQ(back.memory.comm[0].ranks, 2);  // kept ascending
+  struct Case {
+    nlohmann::json memory;
+    const char* says;
+  };
+  for (const Case& c :
+       {Case{{{"comm_piece_bytes", 4194304}, {"comm_temporaries", 5}}, "'memory.comm_temporaries' must be a list"},
+        Case{{{"comm_piece_bytes", 4194304}, {"comm_temporaries", {{{"ranks", 2}}}}}, "must be {\"ranks\": N, \"bytes\": B}"},
+        Case{{{"comm_piece_bytes", 4194304}, {"comm_temporaries", {{{"ranks", 1}, {"bytes", 5}}}}}, "whole number of at least 2"},
+        Case{{{"comm_piece_bytes", 4194304}, {"comm_temporaries", {{{"ranks", 2.5}, {"bytes", 5}}}}}, "whole number of at least 2"},
+        Case{{{"comm_piece_bytes", 4194304}, {"comm_temporaries", {{{"ranks", 2}, {"bytes", -5}}}}}, "bytes -5 at 2 ranks"},
+        Case{{{"comm_piece_bytes", 4194304}, {"comm_temporaries", {{{"ranks", 2}, {"bytes", 1e300}}}}}, "bytes 1e+300 at 2 ranks"},
+        Case{{{"comm_piece_bytes", 4194304},
+              {"comm_temporaries", {{{"ranks", 2}, {"bytes", 5}}, {{"ranks", 2}, {"bytes", 6}}}}},
+             "gives 2 ranks twice"},
+        Case{{{"comm_temporaries", {{{"ranks", 2}, {"bytes", 5}}}}}, "needs the 'comm_piece_bytes'"},
+        Case{{{"libraries_bytes", 5}}, "needs the 'libraries_products'"},
+        Case{{{"libraries_bytes", -2}, {"libraries_products", 3}}, "'memory.libraries_bytes' must be a number in [-1"},
+        Case{{{"libraries_products", 2.5}, {"libraries_bytes", 5}}, "'memory.libraries_products' must be a whole number"},
+        Case{5, "'memory' must be an object"}}) {
+    SCOPED_TRACE(c.memory.dump());
+    nlohmann::json j = h.to_json();
+    j["memory"] = c.memory;
+    const std::string m = error_message([&] { Hardware::from_json(j, "h.json"); });
+    EXPECT_TRUE(has(m, "h.json") && has(m, c.says)) << m;
+  }
+}
+
+TEST(HardwareFile, CommunicationTemporariesAtAWorldSizeComeFromTheNearestMeasurements) {
+  MemoryLines m;
+  EXPECT_EQ(m.comm_at(2), -1);  // not measured
+  m.add_comm(2, 10);
+  std::string how;
+  EXPECT_EQ(m.comm_at(2, &how), 10);
+  EXPECT_EQ(m.comm_at(8, &how), 10);  // one measurement: taken as is, and said so
+  EXPECT_TRUE(has(how, "measured at 2 ranks only, not scaled")) << how;
+  m.add_comm(4, 18);
+  m.add_comm(3, 13);
+  m.add_comm(3, 15);  // replaces
+  ASSERT_EQ(m.comm.size(), 3u);
+  EXPECT_EQ(m.comm_at(3, &how), 15);
+  EXPECT_TRUE(has(how, "measured at 3 ranks")) << how;
+  EXPECT_DOUBLE_EQ(m.comm_at(8, &how), 18 + 4 * 3);  // beyond: the line through 3 and 4
+  EXPECT_TRUE(has(how, "through the measurements at 3 and 4 ranks")) << how;
+  MemoryLines falling;
+  falling.add_comm(2, 10);
+  falling.add_comm(4, 6);
+  EXPECT_DOUBLE_EQ(falling.comm_at(3), 8);
+  EXPECT_DOUBLE_EQ(falling.comm_at(64), 6);  // never below the least measured
+}
+
+}  // namespace
+}  // namespace tz

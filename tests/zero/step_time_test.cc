@@ -138,6 +138,68 @@ TEST(StepTime, BeyondOneNodeTheSlowerNetworkSetsTheBusRate) {
   EXPECT_NEAR(term(predict_step(eight, h, 1), "communication").seconds, 2 * 7.0 / 8 * allreduce_elems(eight) * 4 / 5e9, 1e-12);
 }
 
+// Issue 33's terms. Each collective at its own calibrated rate (0: the all-reduce bus), capped by the
+// network across nodes.
+TEST(StepTime, EachCollectiveRunsAtItsOwnCalibratedRate) {
+  Hardware h = simple();
+  h.reduce_scatter_gbs = 10, h.all_gather_gbs = 40, h.all_reduce_gbs = 30;
+  const MemoryPlan p0 = plan_memory(tiny(0, 4)), p3 = plan_memory(tiny(3, 4));
+  double ar = 0, rs = 0, ag = 0;
+  for (int l = 0; l < p0.buckets.launches(); ++l) ar += 2 * 3.0 / 4 * double(p0.buckets.stride[l]) * 4 / 30e9;
+  for (int l = 0; l < p3.buckets.launches(); ++l) rs += 3.0 / 4 * double(p3.buckets.stride[l]) * 4 * 4 / 10e9;
+  for (int g = 0; g < p3.map.groups(); ++g) ag += 2 * 3.0 / 4 * double(p3.map.group(g).padded) * 4 / 40e9;
+  EXPECT_NEAR(term(predict_step(p0, h, 1), "communication").seconds, ar, 1e-12);
+  EXPECT_NEAR(term(predict_step(p3, h, 1), "communication").seconds, rs + ag, 1e-12);
+  const MemoryPlan eight = plan_memory(tiny(0, 8));  // two nodes: no faster than inter_gbs (5)
+  double ar8 = 0;
+  for (int l = 0; l < eight.buckets.launches(); ++l) ar8 += 2 * 7.0 / 8 * double(eight.buckets.stride[l]) * 4 / 5e9;
+  EXPECT_NEAR(term(predict_step(eight, h, 1), "communication").seconds, ar8, 1e-12);
+}
+
+// Every collective waited on costs sync_us: at stage 3 with 2 micro-steps, each micro-step's reductions
+// and its 2 gathers per sharded group, and the 3 scalars; one rank waits on none.
+TEST(StepTime, EachWaitedCollectiveCostsTheCalibratedSynchronisation) {
+  Hardware h = simple();
+  h.sync_us = 100;
+  const MemoryPlan p3 = plan_memory(tiny(3, 4));
+  int sharded = 0;
+  for (int g = 0; g < p3.map.groups(); ++g) sharded += p3.placement.groups[g].params_sharded ? 1 : 0;
+  ASSERT_GT(sharded, 0);
+  const int waited = p3.buckets.launches() * 2 + 2 * sharded * 2 + 3;
+  EXPECT_NEAR(term(predict_step(p3, h, 2), "synchronisation").exposed, waited * 100e-6, 1e-12);
+  EXPECT_EQ(term(predict_step(plan_memory(tiny(3, 1)), h, 2), "synchronisation").seconds, 0.0);
+  h.sync_us = 0;  // not measured: no term
+  EXPECT_EQ(term(predict_step(p3, h, 2), "synchronisation").seconds, 0.0);
+}
+
+// On a CPU node the reductions in flight during backward hide comm_overlap of what a GPU would hide; a
+// negative figure (the progress threads' contention) exposes more than the communication itself.
+TEST(StepTime, OnACpuNodeTheCalibratedOverlapScalesWhatIsHidden) {
+  Hardware h = simple();
+  Hardware gpu = h;  // a CPU node's 4 ranks share its rate: the same compute per rank on this GPU
+  for (double& r : gpu.step_tflops) r /= 4;
+  PlanInputs in = tiny(2, 4);
+  in.zero.reduce_bucket_size = 20000;  // several launches: all but the last can hide
+  const MemoryPlan plan = plan_memory(in);
+  ASSERT_GT(plan.buckets.launches(), 1);
+  const double gpu_exposed = term(predict_step(plan, gpu, 1), "communication").exposed;
+  const double all = term(predict_step(plan, gpu, 1), "communication").seconds;
+  ASSERT_LT(gpu_exposed, all) << "the test needs something hidden on a GPU";
+  PlanInputs cpu_in = in;
+  cpu_in.device = DeviceKind::cpu;
+  const MemoryPlan cpu = plan_memory(cpu_in);
+  h.device = DeviceKind::cpu;
+  auto exposed = [&](double overlap) {
+    Hardware x = h;
+    x.comm_overlap = overlap;
+    return term(predict_step(cpu, x, 1), "communication").exposed;
+  };
+  EXPECT_DOUBLE_EQ(exposed(0), all);  // not measured: nothing hidden, as before
+  EXPECT_NEAR(exposed(1), gpu_exposed, 1e-15);
+  EXPECT_NEAR(exposed(0.5), all - 0.5 * (all - gpu_exposed), 1e-15);
+  EXPECT_NEAR(exposed(-0.5), all + 0.5 * (all - gpu_exposed), 1e-15);
+}
+
 TEST(StepTime, OffloadAddsTheCpuAdamTheLinkAndNvmeTraffic) {
   Hardware h = simple();
   PlanInputs in = tiny(2, 4);
