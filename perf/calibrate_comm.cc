@@ -79,19 +79,22 @@ void measure_comm_terms(MpiCommunicator& comm, const CalibrateOptions& opt, Hard
   // Synchronisation: compute then a small all-reduce waited on, against the same compute alone (all ranks
   // at once in both), less the latency. Medians of 9 rounds, each begun together at a barrier.
   ComputeUnit unit(opt);
+  // Seconds of f() on this rank, every rank starting it together at a barrier.
+  auto from_barrier = [&](auto&& f) {
+    comm.barrier()->wait();
+    const auto t0 = Clock::now();
+    f();
+    return seconds_since(t0);
+  };
   const int reps = 4;
   std::vector<double> alone, then_reduce;
   double scalar = 1;
   for (int i = 0; i < 9; ++i) {
-    comm.barrier()->wait();
-    auto t0 = Clock::now();
-    unit.run(reps);
-    alone.push_back(seconds_since(t0));
-    comm.barrier()->wait();
-    t0 = Clock::now();
-    unit.run(reps);
-    comm.all_reduce(&scalar, 1, DType::f64)->wait();
-    then_reduce.push_back(seconds_since(t0));
+    alone.push_back(from_barrier([&] { unit.run(reps); }));
+    then_reduce.push_back(from_barrier([&] {
+      unit.run(reps);
+      comm.all_reduce(&scalar, 1, DType::f64)->wait();
+    }));
   }
   const double sync_s = slowest(comm, median(then_reduce) - median(alone)) - h.latency_us * 1e-6;
   h.sync_us = std::max(0.0, sync_s * 1e6);
@@ -100,29 +103,20 @@ void measure_comm_terms(MpiCommunicator& comm, const CalibrateOptions& opt, Hard
   // all-reduce in pieces; the compute is as long as it (whole products).
   const std::size_t count = std::size_t(4) << 20;  // floats
   std::vector<float> buf(count, 0.0f);
-  auto reduce_alone = [&] {
-    comm.barrier()->wait();
-    const auto t0 = Clock::now();
-    comm.all_reduce(buf.data(), count, DType::f32)->wait();
-    return seconds_since(t0);
-  };
-  reduce_alone();  // warm
+  auto reduce = [&] { comm.all_reduce(buf.data(), count, DType::f32)->wait(); };
+  from_barrier(reduce);  // warm
   const double t_unit = slowest(comm, median(alone) / reps);
   std::vector<double> tm, tc, tb;
   int products = 0;
   for (int i = 0; i < 7; ++i) {
-    tm.push_back(reduce_alone());
+    tm.push_back(from_barrier(reduce));
     if (i == 0) products = int(std::max(1.0, std::round(slowest(comm, tm[0]) / t_unit)));
-    comm.barrier()->wait();
-    auto t0 = Clock::now();
-    unit.run(products);
-    tc.push_back(seconds_since(t0));
-    comm.barrier()->wait();
-    t0 = Clock::now();
-    std::unique_ptr<Work> w = comm.all_reduce(buf.data(), count, DType::f32);
-    unit.run(products);
-    w->wait();
-    tb.push_back(seconds_since(t0));
+    tc.push_back(from_barrier([&] { unit.run(products); }));
+    tb.push_back(from_barrier([&] {
+      std::unique_ptr<Work> w = comm.all_reduce(buf.data(), count, DType::f32);
+      unit.run(products);
+      w->wait();
+    }));
   }
   const double m = slowest(comm, median(tm)), c = slowest(comm, median(tc)), both = slowest(comm, median(tb));
   h.comm_overlap = std::clamp((m + c - both) / std::min(m, c), -10.0, 1.0);

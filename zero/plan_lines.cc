@@ -65,7 +65,8 @@ std::vector<PlanLine> outside_lines(const MemoryPlan& p) {
     }
   }
   if (in.world > 1 && !host_collectives) {
-    // NCCL's buffers: not measured on a GPU yet, so derived from its documentation (docs/planning.md#nccl).
+    // NCCL's buffers: not measured on a GPU yet, so derived from its documentation
+    // (docs/planning.md#outside-the-buffers; kNcclBufferBytes).
     v.push_back({"nccl buffers", Tier::device, kNcclBufferBytes,
                  "derived from NCCL's documentation, not measured: NCCL_BUFFSIZE (4 MiB) for each of a ring's send "
                  "and receive connections to its 2 neighbours, on " + std::to_string(kNcclChannels) + " channels"});
