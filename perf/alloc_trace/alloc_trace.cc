@@ -2,7 +2,8 @@
 // (issue 33: what a rank allocates outside its memory plan, by call site). It interposes malloc, calloc,
 // realloc, free, posix_memalign, aligned_alloc, memalign, mmap and munmap; each allocation of at least
 // TZ_ALLOC_TRACE_MIN bytes (default 256 KiB) is recorded with its call stack (12 return addresses), and
-// each stack's live bytes and their peak are kept. At exit the process writes TZ_ALLOC_TRACE (with %p
+// each stack's live bytes, their peak and what they were when all tracked allocations together peaked
+// (at_peak: what the process held at its peak, by call site) are kept. At exit the process writes TZ_ALLOC_TRACE (with %p
 // replaced by its pid and %r by its MPI rank): one line per call stack, by peak live bytes, each frame
 // as module+offset (perf/scripts/alloc_sites.py names them with addr2line and sorts them into the plan's
 // allocators and the rest). Smaller allocations are counted in total only.
@@ -40,6 +41,7 @@ struct Site {
   int depth;
   bool mapped;  // mmap, not malloc
   std::uint64_t live, peak, count, total;
+  std::uint64_t at_peak;  // its live bytes when the tracked allocations of every site together peaked
 };
 struct Live {
   void* ptr;  // nullptr: empty; kTomb: removed
@@ -48,6 +50,8 @@ struct Live {
 };
 
 Site g_sites[kSites];
+std::uint32_t g_used[kSites];  // the sites in use, in order of first use
+std::size_t g_n_used = 0;
 Live g_live[kLive];
 std::atomic_flag g_lock = ATOMIC_FLAG_INIT;
 std::uint64_t g_small_bytes = 0, g_small_count = 0, g_dropped = 0, g_tracked_live = 0, g_tracked_peak = 0;
@@ -85,11 +89,15 @@ void record(void* p, std::size_t bytes, bool mapped) {
       if (!site.count) {
         site.hash = h, site.depth = n > 0 ? n : 0, site.mapped = mapped;
         for (int i = 0; i < site.depth; ++i) site.frames[i] = frames[i + 2];
+        g_used[g_n_used++] = std::uint32_t(s);
       }
       ++site.count, site.total += bytes, site.live += bytes;
       if (site.live > site.peak) site.peak = site.live;
       g_tracked_live += bytes;
-      if (g_tracked_live > g_tracked_peak) g_tracked_peak = g_tracked_live;
+      if (g_tracked_live > g_tracked_peak) {  // a new peak of everything tracked: what each site holds in it
+        g_tracked_peak = g_tracked_live;
+        for (std::size_t k = 0; k < g_n_used; ++k) g_sites[g_used[k]].at_peak = g_sites[g_used[k]].live;
+      }
       std::size_t i = slot_of(p);
       for (std::size_t k = 0; k < kLive && g_live[i].ptr && g_live[i].ptr != kTomb; ++k) i = (i + 1) % kLive;
       if (!g_live[i].ptr || g_live[i].ptr == kTomb)
@@ -146,9 +154,9 @@ __attribute__((destructor)) void finish() {
                (unsigned long long)g_small_count, (unsigned long long)g_dropped);
   for (const Site& s : g_sites) {
     if (!s.count) continue;
-    std::fprintf(f, "site %s peak %llu total %llu count %llu live %llu |", s.mapped ? "mmap" : "malloc",
+    std::fprintf(f, "site %s peak %llu total %llu count %llu live %llu at_peak %llu |", s.mapped ? "mmap" : "malloc",
                  (unsigned long long)s.peak, (unsigned long long)s.total, (unsigned long long)s.count,
-                 (unsigned long long)s.live);
+                 (unsigned long long)s.live, (unsigned long long)s.at_peak);
     for (int i = 0; i < s.depth; ++i) {
       Dl_info info{};
       if (dladdr(s.frames[i], &info) && info.dli_fname)

@@ -8,7 +8,8 @@
 # rest of tierzero's own code: what the plan does not hold and should, or says it cannot).
 # Name a report's frames with the very binaries that wrote it: after a rebuild the offsets point elsewhere.
 # usage: alloc_sites.py REPORT... [--top N]
-# Prints per report a line "class CLASS MIB" for each class (for scripts), then the table.
+# Prints per report a line "class CLASS MIB" for each class (for scripts), then the table; with a report
+# that has each stack's bytes at the process's peak, "at_peak CLASS MIB" lines and the sites held at it.
 import collections
 import re
 import subprocess
@@ -69,7 +70,9 @@ def main():
             elif line.startswith("site "):
                 head, _, frames = line.partition("|")
                 f = head.split()
-                rec = {"kind": f[1], "peak": int(f[3]), "total": int(f[5]), "count": int(f[7])}
+                kv = dict(zip(f[2::2], f[3::2]))
+                rec = {"kind": f[1], "peak": int(kv["peak"]), "total": int(kv["total"]), "count": int(kv["count"]),
+                       "at_peak": int(kv.get("at_peak", -1))}
                 rec["frames"] = []
                 for tok in frames.split():
                     m, _, off = tok.rpartition("+0x")
@@ -77,11 +80,12 @@ def main():
                         rec["frames"].append((m, int(off, 16)))
                 sites.append(rec)
         names = symbolize([fr for s in sites for fr in s["frames"]])
-        sums = collections.Counter()
+        sums, at_peak = collections.Counter(), collections.Counter()
         for s in sites:
             s["stack"] = [(m, names[(m, o)]) for m, o in s["frames"]]
             s["class"] = classify(s["stack"])
             sums[s["class"]] += s["peak"]
+            at_peak[s["class"]] += max(s["at_peak"], 0)
             # The call site: the innermost frame of tierzero's own code, else the innermost frame.
             own = [fn for m, fn in s["stack"] if "tierzero" in m.rsplit("/", 1)[-1]]
             s["site"] = (own[0] if own else (s["stack"][0][1] if s["stack"] else "?"))[:110]
@@ -89,6 +93,10 @@ def main():
         print("  by class (the sum of each stack's own peak; stacks need not peak together):")
         for c, b in sums.most_common():
             print("    class %-28s %10.2f MiB" % (c, b / 2**20))
+        if all(s["at_peak"] >= 0 for s in sites):
+            print("  at the peak of everything tracked (what each class held when the process held most):")
+            for c, b in at_peak.most_common():
+                print("    at_peak %-26s %10.2f MiB" % (c, b / 2**20))
         print("  outside the plan, the %d largest call sites (peak MiB summed over their stacks, allocations, "
               "class, call site):" % top)
         by_site = collections.defaultdict(lambda: [0, 0])
@@ -98,5 +106,13 @@ def main():
                 by_site[(s["class"], s["site"])][1] += s["count"]
         for (c, site), (peak, count) in sorted(by_site.items(), key=lambda kv: -kv[1][0])[:top]:
             print("    %8.2f %6d %-26s %s" % (peak / 2**20, count, c, site))
+        if all(s["at_peak"] >= 0 for s in sites):
+            held = collections.Counter()
+            for s in sites:
+                if s["class"] != "plan" and s["at_peak"] > 0:
+                    held[(s["class"], s["site"])] += s["at_peak"]
+            print("  outside the plan at the peak, the %d largest call sites (MiB, class, call site):" % top)
+            for (c, site), b in held.most_common(top):
+                print("    %8.2f %-26s %s" % (b / 2**20, c, site))
 
 main()

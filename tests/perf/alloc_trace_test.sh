@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # libtz_alloc_trace.so and perf/scripts/alloc_sites.py (issue 33): preloaded into tierzero, the hook sees
 # every planned buffer (tracking every size, the "plan" class, the stacks through a device allocator,
-# holds at least the run's allocated peak of device + host and at most 5% more), and at 2 ranks each rank
+# holds at least the run's allocated peak of device + host and at most 5% more, at its own peak and at the
+# process's: every planned buffer is live when the process holds most), and at 2 ranks each rank
 # writes its own report in which Open MPI's temporaries are named as communication temporaries.
 # usage: alloc_trace_test.sh MPIRUN_ARGS... -- TIERZERO LIBTZ_ALLOC_TRACE SOURCE_DIR
 set -u
@@ -29,6 +30,12 @@ plan=$(awk '$1 == "class" && $2 == "plan" { print $3 }' "$d/one.sites")
 awk -v p="$plan" -v a="$allocated" 'BEGIN { exit !(p >= a * 0.995 && p <= a * 1.05) }' ||
   fail "the plan class holds $plan MiB, the run allocated $allocated MiB of device and host"
 echo "alloc_trace_test.sh: one rank: the plan class holds $plan MiB, the run's allocated peak $allocated MiB"
+# At the process's peak every planned buffer is live: what the plan class held then is the same figure.
+at_peak=$(awk '$1 == "at_peak" && $2 == "plan" { print $3 }' "$d/one.sites")
+[ -n "$at_peak" ] || fail "no plan class at the peak in the report"
+awk -v p="$at_peak" -v a="$allocated" 'BEGIN { exit !(p >= a * 0.995 && p <= a * 1.05) }' ||
+  fail "at the peak the plan class held $at_peak MiB, the run allocated $allocated MiB of device and host"
+echo "alloc_trace_test.sh: one rank: at the peak the plan class held $at_peak MiB"
 "${mpi[@]}" -x LD_PRELOAD="$lib" -x TZ_ALLOC_TRACE="$d/two.%r.txt" "$tz" train --zero-stage 3 --steps 3 --log-every 0 \
   --val-batches 1 --param-persistence-threshold 0 > "$d/two.log" 2>&1 || { cat "$d/two.log"; fail "two ranks under the hook"; }
 for r in 0 1; do
