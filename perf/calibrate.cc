@@ -111,11 +111,12 @@ Hardware calibrate(const CalibrateOptions& opt, Communicator* comm, bool quiet) 
     h.nvme_write_gbs = r["write_gbps"].get<double>();
   }
   measure_cast_rate(ranks, h);
-  if (comm && ranks > 1) measure_comm_terms(dynamic_cast<MpiCommunicator&>(*comm), opt, h);
+  std::string spread;
+  if (comm && ranks > 1) spread = measure_comm_terms(dynamic_cast<MpiCommunicator&>(*comm), opt, h);
   h.source = "tierzero bench calibrate on " + std::string(host) + " (" + std::to_string(ranks) + " rank" +
              (ranks == 1 ? "" : "s") + ", " + opt.model_name + " micro-batch " + std::to_string(opt.micro_batch) +
              " x seq " + std::to_string(opt.seq_len) + ")";
-  if (!quiet && lead) std::printf("%s\n", h.to_json().dump(1).c_str());
+  if (!quiet && lead) std::printf("%s\n%s", h.to_json().dump(1).c_str(), spread.empty() ? "" : (spread + "\n").c_str());
   return h;
 }
 

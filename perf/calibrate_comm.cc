@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <vector>
 
 #include "core/backend.h"
@@ -51,9 +52,30 @@ struct ComputeUnit {
   }
 };
 
+// round_spread(v) on the rank whose mean is largest (every rank gets that rank's).
+RoundSpread spread_on_slowest(Communicator& comm, const std::vector<double>& v) {
+  const RoundSpread mine = round_spread(v);
+  const double top = slowest(comm, mine.mean);
+  // The rank that holds the largest mean sends its quartiles (the lowest such rank, by a max of -rank).
+  double who = mine.mean == top ? -double(comm.rank()) : -1e9;
+  who = -slowest(comm, who);
+  double q[2] = {comm.rank() == int(who) ? mine.q1 : -1e300, comm.rank() == int(who) ? mine.q3 : -1e300};
+  comm.all_reduce(q, 2, DType::f64, ReduceOp::max)->wait();
+  return RoundSpread{top, q[0], q[1]};
+}
+
 }  // namespace
 
-void measure_comm_terms(MpiCommunicator& comm, const CalibrateOptions& opt, Hardware& h) {
+RoundSpread round_spread(std::vector<double> v) {
+  if (v.empty()) return {};
+  std::sort(v.begin(), v.end());
+  auto at = [&](double q) { return v[std::size_t(std::lround(q * double(v.size() - 1)))]; };
+  double sum = 0;
+  for (std::size_t i = 1; i + 1 < v.size(); ++i) sum += v[i];
+  return RoundSpread{v.size() > 2 ? sum / double(v.size() - 2) : median(v), at(0.25), at(0.75)};
+}
+
+std::string measure_comm_terms(MpiCommunicator& comm, const CalibrateOptions& opt, Hardware& h) {
   // The rates: every collective in training's pieces, 4 KiB to 64 MiB.
   CommBenchOptions co;
   co.collectives = {Collective::reduce_scatter, Collective::all_gather, Collective::all_reduce};
@@ -77,7 +99,11 @@ void measure_comm_terms(MpiCommunicator& comm, const CalibrateOptions& opt, Hard
   h.inter_gbs = h.intra_gbs;  // one node measured: between nodes is unknown (edit the file)
 
   // Synchronisation: compute then a small all-reduce waited on, against the same compute alone (all ranks
-  // at once in both), less the latency. Medians of 9 rounds, each begun together at a barrier.
+  // at once in both), less the latency. Each round runs both, begun together at a barrier, and gives their
+  // difference; the figure is the mean of 15 rounds' differences (less the least and the largest) on the
+  // rank where it is largest (a rank that waits for another is the one that pays). Paired rounds cancel
+  // what drifts between rounds (another process, the frequency), which the difference of two medians did
+  // not (30 ms on one calibration, 36 us on the next).
   ComputeUnit unit(opt);
   // Seconds of f() on this rank, every rank starting it together at a barrier.
   auto from_barrier = [&](auto&& f) {
@@ -86,40 +112,52 @@ void measure_comm_terms(MpiCommunicator& comm, const CalibrateOptions& opt, Hard
     f();
     return seconds_since(t0);
   };
-  const int reps = 4;
-  std::vector<double> alone, then_reduce;
+  const int reps = 4, rounds = 15;
+  std::vector<double> alone, extra;
   double scalar = 1;
-  for (int i = 0; i < 9; ++i) {
+  for (int i = 0; i < rounds; ++i) {
     alone.push_back(from_barrier([&] { unit.run(reps); }));
-    then_reduce.push_back(from_barrier([&] {
+    extra.push_back(from_barrier([&] {
       unit.run(reps);
       comm.all_reduce(&scalar, 1, DType::f64)->wait();
-    }));
+    }) - alone.back());
   }
-  const double sync_s = slowest(comm, median(then_reduce) - median(alone)) - h.latency_us * 1e-6;
-  h.sync_us = std::max(0.0, sync_s * 1e6);
+  const RoundSpread sync = spread_on_slowest(comm, extra);
+  h.sync_us = std::max(0.0, (sync.mean - h.latency_us * 1e-6) * 1e6);
 
   // Overlap: a reduction in flight while compute runs, against each alone. The reduction is a 16 MiB
-  // all-reduce in pieces; the compute is as long as it (whole products).
+  // all-reduce in pieces; the compute is as long as it (whole products). Per round, the time both save
+  // over one after the other, over the shorter; the mean of 9 rounds (less the least and the largest) on
+  // the rank where it is least.
   const std::size_t count = std::size_t(4) << 20;  // floats
   std::vector<float> buf(count, 0.0f);
   auto reduce = [&] { comm.all_reduce(buf.data(), count, DType::f32)->wait(); };
   from_barrier(reduce);  // warm
   const double t_unit = slowest(comm, median(alone) / reps);
-  std::vector<double> tm, tc, tb;
+  std::vector<double> hidden;
   int products = 0;
-  for (int i = 0; i < 7; ++i) {
-    tm.push_back(from_barrier(reduce));
-    if (i == 0) products = int(std::max(1.0, std::round(slowest(comm, tm[0]) / t_unit)));
-    tc.push_back(from_barrier([&] { unit.run(products); }));
-    tb.push_back(from_barrier([&] {
+  for (int i = 0; i < 9; ++i) {
+    const double m = from_barrier(reduce);
+    if (i == 0) products = int(std::max(1.0, std::round(slowest(comm, m) / t_unit)));
+    const double c = from_barrier([&] { unit.run(products); });
+    const double both = from_barrier([&] {
       std::unique_ptr<Work> w = comm.all_reduce(buf.data(), count, DType::f32);
       unit.run(products);
       w->wait();
-    }));
+    });
+    hidden.push_back((m + c - both) / std::min(m, c));
   }
-  const double m = slowest(comm, median(tm)), c = slowest(comm, median(tc)), both = slowest(comm, median(tb));
-  h.comm_overlap = std::clamp((m + c - both) / std::min(m, c), -10.0, 1.0);
+  for (double& x : hidden) x = -x;  // the least overlap is the largest of the negated
+  RoundSpread overlap = spread_on_slowest(comm, hidden);
+  overlap = RoundSpread{-overlap.mean, -overlap.q3, -overlap.q1};
+  h.comm_overlap = std::clamp(overlap.mean, -10.0, 1.0);
+  char line[256];
+  std::snprintf(line, sizeof line,
+                "sync_us %.0f (quartiles of the rounds %.0f to %.0f us, less the latency), comm_overlap %+.2f "
+                "(quartiles %+.2f to %+.2f)",
+                h.sync_us, (sync.q1 - h.latency_us * 1e-6) * 1e6, (sync.q3 - h.latency_us * 1e-6) * 1e6,
+                h.comm_overlap, overlap.q1, overlap.q3);
+  return line;
 }
 
 void measure_cast_rate(int ranks, Hardware& h) {

@@ -7,15 +7,28 @@
 //  - the rate of fp32 <-> bf16 casts.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "comm/mpi_comm.h"
 #include "perf/calibrate.h"
 #include "zero/hardware.h"
 
 namespace tz {
 
+// What rounds of a noisy measurement give: the mean without the least and the largest round (the median
+// with 2 rounds or fewer), and the quartiles (the rounds at 1/4 and 3/4 of the sorted order, to the
+// nearest). A mean, not a median: where ranks share cores the rounds are bimodal (a round loses a scheduler
+// tick or not), and a step pays their average. Empty: all three 0.
+struct RoundSpread {
+  double mean = 0, q1 = 0, q3 = 0;
+};
+RoundSpread round_spread(std::vector<double> rounds);
+
 // Sets h's latency_us, intra_gbs (and inter_gbs: one node), the three collectives' rates, sync_us and
-// comm_overlap. Collective over comm (2 ranks or more).
-void measure_comm_terms(MpiCommunicator& comm, const CalibrateOptions& opt, Hardware& h);
+// comm_overlap. Collective over comm (2 ranks or more). Returns a line that gives the spread of the last
+// two (their quartiles over the rounds, on the rank whose median was taken).
+std::string measure_comm_terms(MpiCommunicator& comm, const CalibrateOptions& opt, Hardware& h);
 
 // Sets h.cast_gbs: every rank casting at once, the node's rate.
 void measure_cast_rate(int ranks, Hardware& h);
