@@ -2,6 +2,8 @@
 // products training runs.
 #include "perf/calibrate_memory.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <vector>
 
@@ -9,6 +11,7 @@
 #include "core/device.h"
 #include "core/resident_memory.h"
 #include "model/model_family.h"
+#include "perf/step_bench.h"
 #include "zero/zero_options.h"
 
 namespace tz {
@@ -47,40 +50,30 @@ double measure_comm_temporaries(Communicator& comm, std::size_t piece_bytes) {
 }
 
 double measure_libraries(const CalibrateOptions& opt, int* products) {
-  auto dev = make_cpu_device();
-  Backend& be = dev->backend();
-  auto s = dev->create_stream();
-  const ModelFamily& family = model_family(opt.model);
-  const ModelShape shape{opt.micro_batch, opt.seq_len};
-  std::vector<std::pair<DType, GemmShape>> all;
-  for (DType dt : {DType::f32, DType::bf16})
-    for (const GemmShape& g : family.gemm_shapes(opt.model, shape, dt)) all.push_back({dt, g});
-  std::size_t a = 1, b = 1, c = 1, ws = 0;
-  for (const auto& [dt, g] : all) {
-    a = std::max(a, std::size_t(g.M) * g.K);
-    b = std::max(b, std::size_t(g.K) * g.N);
-    c = std::max(c, std::size_t(g.M) * g.N);
-    ws = std::max(ws, gemm_workspace_floats(DeviceKind::cpu, dt, g));
-  }
-  // The operands and the workspace in device memory, as training plans them, written (resident) first.
-  Buffer<float> A(*dev, a, "calibrate A"), B(*dev, b, "calibrate B"), C(*dev, c, "calibrate C"),
-      W(*dev, std::max<std::size_t>(ws, 1), "calibrate matmul workspace");
-  for (Buffer<float>* x : {&A, &B, &C, &W}) be.memset_async(*s, x->data(), 0, x->bytes());
-  be.set_gemm_workspace(W.data(), ws);
-  s->synchronize();
-  const double grew = peak_growth([&] {
-    for (const auto& [dt, g] : all)
-      be.gemm(*s, g.ta, g.tb, g.M, g.N, g.K, CView(A.data(), dt), CView(B.data(), dt), View(C.data(), g.out),
-              Accumulate::no);
-    s->synchronize();
-  });
-  be.set_gemm_workspace(nullptr, 0);
-  *products = int(all.size());
-  return grew;
+  // Two fp32 steps of opt's model on the training path (after one warm-up): everything they make
+  // resident beyond the plan's buffers.
+  StepBenchOptions so;
+  so.model = opt.model;
+  so.model_name = opt.model_name;
+  so.micro_batch = opt.micro_batch;
+  so.seq_len = opt.seq_len;
+  so.dtypes = {DType::f32};
+  so.warmup_steps = 1;
+  so.steps = 2;
+  so.residue = true;
+  const nlohmann::json r = run_step_bench(so, true);
+  ::malloc_trim(0);  // what the steps freed goes back, as train returns its set-up's before the first step
+  *products = int(model_family(opt.model).gemm_shapes(opt.model, ModelShape{opt.micro_batch, opt.seq_len}, DType::f32).size());
+  return r[std::string(dtype_name(DType::f32))].value("resident_residue_bytes", -1.0);
 }
 
 MemoryLines measure_memory_lines(const CalibrateOptions& opt, Communicator* comm) {
   MemoryLines m;
+  // The libraries first, in a process that has run nothing yet, as a training process starts its steps;
+  // then the collectives.
+  int products = 0;
+  m.libraries = measure_libraries(opt, &products);
+  if (m.libraries >= 0) m.products = products;
   if (comm && comm->size() > 1) {
     const std::size_t piece = ZeroOptions{}.comm_piece_bytes;  // training's default
     const double t = measure_comm_temporaries(*comm, piece);
@@ -89,9 +82,6 @@ MemoryLines measure_memory_lines(const CalibrateOptions& opt, Communicator* comm
       m.add_comm(comm->size(), t);
     }
   }
-  int products = 0;
-  m.libraries = measure_libraries(opt, &products);
-  if (m.libraries >= 0) m.products = products;
   return m;
 }
 

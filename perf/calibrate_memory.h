@@ -16,11 +16,14 @@ namespace tz {
 // -1 where the peak resident set cannot be reset (/proc/self/clear_refs refused).
 double measure_comm_temporaries(Communicator& comm, std::size_t piece_bytes);
 
-// oneDNN's kernels and the OpenMP threads' stacks: every distinct matrix product of opt's model at its
-// shape, in fp32 and in bf16, run once on the CPU backend with the planned workspace. Sets *products.
+// What a training step holds outside the plan's buffers, all libraries and code together: oneDNN's
+// kernels (JIT code) and its per-call buffers, the C library's heap, the code pages the step touches,
+// the OpenMP threads' stacks. The growth over the plan's buffers of two fp32 steps of opt's model on the
+// training path (bench step's, one rank, after a warm-up step), at this process's threads. Sets *products
+// to the model's distinct fp32 matrix products, over which the plan scales the figure.
 double measure_libraries(const CalibrateOptions& opt, int* products);
 
-// Both, into a hardware file's memory section: the libraries, and the communication temporaries at
+// Both, into a hardware file's memory section: the libraries, then the communication temporaries at
 // comm's size (comm null or of one rank: none). Call first, before the rates.
 MemoryLines measure_memory_lines(const CalibrateOptions& opt, Communicator* comm);
 

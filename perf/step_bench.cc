@@ -14,6 +14,7 @@
 #include "core/backend.h"
 #include "core/cpu_adam.h"
 #include "core/error.h"
+#include "core/resident_memory.h"
 #include "model/model_family.h"
 #include "zero/engine.h"
 #include "zero/memory_plan.h"
@@ -94,6 +95,7 @@ nlohmann::json run_step_bench(const StepBenchOptions& opt, bool quiet) {
     lr.lr = 1e-4f;
     lr.total_steps = opt.warmup_steps + opt.steps;
     std::vector<double> fwd, bwd, optim, total, losses;
+    double residue_bytes = -1;
     {
       // The training path with training's settings for one rank: the plan, the engine and the model.
       auto comm = make_self_comm();
@@ -103,6 +105,8 @@ nlohmann::json run_step_bench(const StepBenchOptions& opt, bool quiet) {
       in.dtype = dt;
       in.checkpointing = opt.checkpointing;
       const MemoryPlan plan = plan_memory(in);
+      const bool residue = opt.residue && reset_resident_peak();
+      const double resident_before = residue ? double(resident_status_bytes("VmHWM")) : 0;
       auto stream = dev->create_stream();
       PlannedBuffers planned(*dev, plan.buffers);
       auto init = [&](int g, std::vector<float>& v) { family.init_group(cfg, layout, 1337, g, v); };
@@ -140,6 +144,9 @@ nlohmann::json run_step_bench(const StepBenchOptions& opt, bool quiet) {
         optim.push_back(ms(t2, t3));
         total.push_back(ms(t0, t3));
       }
+      if (residue)
+        residue_bytes = std::max(0.0, double(resident_status_bytes("VmHWM")) - resident_before -
+                                          double(plan.total(Tier::device) + plan.total(Tier::host)));
     }
     // The limit: the same backend's matmul on the model's widest GEMM shape (MLP expansion: 4 x width for
     // GPT-2, intermediate_size for the Llama family) and on a large square, in this dtype.
@@ -160,6 +167,7 @@ nlohmann::json run_step_bench(const StepBenchOptions& opt, bool quiet) {
     // Every step trains on the same batch: its loss must be finite and fall from the first step to the
     // last, or the step measured is not training.
     r["losses"] = losses;
+    if (residue_bytes >= 0) r["resident_residue_bytes"] = residue_bytes;
     r["learns"] = losses.size() >= 2 && std::isfinite(losses.back()) && losses.back() < losses.front();
     out[std::string(dtype_name(dt))] = r;
     if (!quiet)

@@ -22,6 +22,10 @@ struct StepBenchOptions {
   int warmup_steps = 2;
   int steps = 5;
   ActivationCheckpointing checkpointing = ActivationCheckpointing::off;
+  // Measure, per dtype, what the steps hold outside the plan's buffers ("resident_residue_bytes"): the
+  // growth of the peak resident set (VmHWM) from before the buffers are made to the last step, less the
+  // plan's bytes. Meaningful where nothing has run before in the process (bench calibrate runs it first).
+  bool residue = false;
 };
 
 // GFLOP/s of C[M,N] = A[M,K] B[K,N] on the device's backend (median of `reps`, after warm-up).

@@ -1,8 +1,15 @@
 // Tests the pieces of `tierzero bench calibrate` that need no second rank: the spread of a noisy term's
-// rounds (perf/calibrate_comm.h).
+// rounds (perf/calibrate_comm.h) and the libraries line, what training steps hold beyond the plan's
+// buffers (perf/calibrate_memory.h, from bench step's training path).
 #include <gtest/gtest.h>
 
+#include "core/poison.h"
+#include "core/resident_memory.h"
+#include "model/model_config.h"
+#include "model/model_family.h"
 #include "perf/calibrate_comm.h"
+#include "perf/calibrate_memory.h"
+#include "perf/step_bench.h"
 
 namespace tz {
 namespace {
@@ -33,6 +40,26 @@ TEST(RoundSpread, TwoRoundsOrNoneGiveTheMedianOrZero) {
   EXPECT_EQ(none.mean, 0.0);
   EXPECT_EQ(none.q1, 0.0);
   EXPECT_EQ(none.q3, 0.0);
+}
+
+TEST(Libraries, TrainingStepsHoldSomethingBeyondThePlansBuffersAndNotAsMuchAsThem) {
+  if (kPoisonDeviceMemory) GTEST_SKIP() << "under AddressSanitizer the resident set holds its shadow and quarantine";
+  if (!reset_resident_peak()) GTEST_SKIP() << "this kernel refuses to reset the peak resident set (clear_refs)";
+  CalibrateOptions opt;
+  opt.model = model_preset("tiny");
+  opt.model_name = "tiny";
+  opt.micro_batch = 2;
+  opt.seq_len = 32;
+  int products = 0;
+  const double bytes = measure_libraries(opt, &products);
+  // oneDNN's JIT kernels alone are tens of KiB per product; the plan of this model is several MiB, and
+  // what runs beside it is not larger than the C library's and oneDNN's few MiB.
+  EXPECT_GT(bytes, 64.0 * 1024);
+  EXPECT_LT(bytes, 64.0 * 1024 * 1024);
+  // The products are the model's distinct fp32 matrix products, which the plan scales the line by.
+  EXPECT_EQ(products, int(model_family(opt.model)
+                              .gemm_shapes(opt.model, ModelShape{opt.micro_batch, opt.seq_len}, DType::f32)
+                              .size()));
 }
 
 }  // namespace
