@@ -73,6 +73,11 @@ MemoryLines measure_memory_lines(const CalibrateOptions& opt, Communicator* comm
   // then the collectives.
   int products = 0;
   m.libraries = measure_libraries(opt, &products);
+  if (comm && comm->size() > 1) {  // every rank's figure, the largest kept (-1 anywhere: not measured)
+    double v[2] = {m.libraries, m.libraries < 0 ? 1.0 : 0.0};
+    comm->all_reduce(v, 2, DType::f64, ReduceOp::max)->wait();
+    m.libraries = v[1] > 0 ? -1 : v[0];
+  }
   if (m.libraries >= 0) m.products = products;
   if (comm && comm->size() > 1) {
     const std::size_t piece = ZeroOptions{}.comm_piece_bytes;  // training's default

@@ -23,8 +23,9 @@ double measure_comm_temporaries(Communicator& comm, std::size_t piece_bytes);
 // to the model's distinct fp32 matrix products, over which the plan scales the figure.
 double measure_libraries(const CalibrateOptions& opt, int* products);
 
-// Both, into a hardware file's memory section: the libraries, then the communication temporaries at
-// comm's size (comm null or of one rank: none). Call first, before the rates.
+// Both, into a hardware file's memory section: the libraries (measured on every rank at once, the largest
+// kept: one fresh measurement per rank, and they differ by a few MiB), then the communication temporaries
+// at comm's size (comm null or of one rank: none). Collective over comm; call first, before the rates.
 MemoryLines measure_memory_lines(const CalibrateOptions& opt, Communicator* comm);
 
 }  // namespace tz
