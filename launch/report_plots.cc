@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "core/error.h"
+#include "launch/signal_routing.h"
 #include "model/file_io.h"
 
 extern char** environ;
@@ -49,7 +50,10 @@ void run_gnuplot(const std::string& dir, const std::string& script) {
   std::string arg0 = "gnuplot", arg1 = script;
   char* argv[] = {arg0.data(), arg1.data(), nullptr};
   pid_t pid = 0;
-  const int rc = posix_spawnp(&pid, "gnuplot", &fa, nullptr, argv, environ);
+  posix_spawnattr_t attr;
+  spawn_with_no_signals_blocked(attr);  // gnuplot gets a SIGTERM as any process does
+  const int rc = posix_spawnp(&pid, "gnuplot", &fa, &attr, argv, environ);
+  posix_spawnattr_destroy(&attr);
   posix_spawn_file_actions_destroy(&fa);
   TZ_CHECK(rc == 0, "cannot run gnuplot (", std::strerror(rc), "): `tierzero report` draws its plots with it; ",
            rc == ENOENT ? "install it (apt install gnuplot-nox; scripts/install-deps.sh does)" : "check that it runs");

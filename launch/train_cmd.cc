@@ -29,7 +29,8 @@ namespace {
 
 // Set by SIGTERM (Slurm's preemption signal), SIGINT or SIGHUP (a closed terminal); read by the
 // training loop at each step's end (train/stop_signals.h). The handler only records: however many
-// signals come, the run stops once, cleanly.
+// signals come, the run stops once, cleanly. It runs on the thread main() routes the signals to
+// (launch/signal_routing.h), never on one inside a oneDNN matmul.
 StopSignals g_stop;
 
 extern "C" void on_stop_signal(int sig) { record_stop_signal(g_stop, sig); }
