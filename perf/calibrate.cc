@@ -15,7 +15,6 @@
 #include "core/error.h"
 #include "perf/adam_bench.h"
 #include "perf/calibrate_comm.h"
-#include "perf/calibrate_matmul.h"
 #include "perf/calibrate_memory.h"
 #include "perf/io_bench.h"
 #include "perf/numa_bench.h"
@@ -86,8 +85,6 @@ Hardware calibrate(const CalibrateOptions& opt, Communicator* comm, bool quiet) 
     h.peak_tflops[i] =
         std::max(r["matmul_gflops_2048"].get<double>(), r["matmul_gflops_mlp_shape"].get<double>()) / 1e3 * ranks;
   }
-  // How the products' rate moves with the width and the tokens per micro-step (rank 0's curves).
-  h.matmul = measure_matmul_rates(opt, comm);
   // The CPU Adam on the host tier, as offloaded groups are updated (the fp32-working row).
   AdamBenchOptions ao;
   ao.model = opt.model;

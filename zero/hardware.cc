@@ -172,8 +172,7 @@ nlohmann::json Hardware::to_json() const {
                return a;
              }()},
             {"libraries_bytes", memory.libraries},
-            {"libraries_products", memory.products}}},
-          {"matmul_rates", matmul.measured() ? matmul.to_json() : nlohmann::json(nullptr)}};
+            {"libraries_products", memory.products}}}};
 }
 
 void MemoryLines::add_comm(int ranks, double bytes) {
@@ -355,8 +354,6 @@ Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
     TZ_CHECK(h.memory.libraries < 0 || h.memory.products > 0, src,
              ": hardware field 'memory.libraries_bytes' needs the 'libraries_products' it was measured over");
   }
-  // Since issue 33; optional (null or absent: not measured, the calibrated rate at every shape).
-  if (j.contains("matmul_rates") && !j["matmul_rates"].is_null()) h.matmul = MatmulRates::from_json(j["matmul_rates"], src);
   return h;
 }
 

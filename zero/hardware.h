@@ -10,7 +10,6 @@
 
 #include "core/device_traits.h"
 #include "core/dtype.h"
-#include "zero/matmul_rates.h"
 
 namespace tz {
 
@@ -87,9 +86,6 @@ struct Hardware {
   double cast_gbs = 0;  // fp32 <-> bf16/fp16 casts, bytes read + written per second per node / 1e9
   std::vector<NumaRates> numa;  // per NUMA node; none: a numa:N tier gets the CPU Adam's rate
   MemoryLines memory;           // measured by calibrate; presets: not measured
-  // The products' rates at other widths and tokens per micro-step than the calibrated model's: step_tflops'
-  // factor for a planned model (measured by calibrate since issue 33; presets and older files: not measured).
-  MatmulRates matmul;
 
   const NumaRates* numa_rates(int node) const;  // nullptr when not given
 

@@ -93,20 +93,13 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
                           ? std::min(1.0, double(hw.threads_per_rank) * rpn / hw.cores)
                           : 1.0;
   const double share = host_is_device ? double(rpn) / used : 1.0;
-  // The calibrated model's rate, moved by how its products' rate differs at this model's width and tokens
-  // per micro-step (zero/matmul_rates.h; 1 when the hardware has no such measurement).
-  const int tokens = in.shape.B * in.shape.T;
-  const double shape_factor = hw.matmul.factor(in.dtype, in.model.n_embd, tokens);
-  const double rate = hw.step_rate(in.dtype) / share * shape_factor;
+  const double rate = hw.step_rate(in.dtype) / share;
   const double micro_compute = flops * (recompute ? 4.0 / 3.0 : 1.0) / (rate * 1e12);
   StepTerm compute{"compute", micro_compute * accum, micro_compute * accum, ""};
   {
-    char b[240];
-    int n = std::snprintf(b, sizeof b, "%.1f GFLOP per micro-step%s at %.3g TFLOP/s", flops / 1e9,
-                          recompute ? " (+ a recomputed forward)" : "", rate);
-    if (hw.matmul.measured() && n > 0 && std::size_t(n) < sizeof b)
-      std::snprintf(b + n, sizeof b - std::size_t(n), " (x%.2f: products %d wide, %d tokens; calibrated %d, %d)",
-                    shape_factor, in.model.n_embd, tokens, hw.matmul.width, hw.matmul.tokens);
+    char b[160];
+    std::snprintf(b, sizeof b, "%.1f GFLOP per micro-step%s at %.3g TFLOP/s", flops / 1e9,
+                  recompute ? " (+ a recomputed forward)" : "", rate);
     compute.detail = b;
   }
 

@@ -1,17 +1,13 @@
 // Tests the pieces of `tierzero bench calibrate` that need no second rank: the spread of a noisy term's
 // rounds (perf/calibrate_comm.h) and the libraries line, what training steps hold beyond the plan's
-// buffers (perf/calibrate_memory.h, from bench step's training path); the matmul-rate curves
-// (perf/calibrate_matmul.h): the widths they scale and the points they measure.
+// buffers (perf/calibrate_memory.h, from bench step's training path).
 #include <gtest/gtest.h>
-
-#include "tests/common/error_message.h"
 
 #include "core/poison.h"
 #include "core/resident_memory.h"
 #include "model/model_config.h"
 #include "model/model_family.h"
 #include "perf/calibrate_comm.h"
-#include "perf/calibrate_matmul.h"
 #include "perf/calibrate_memory.h"
 #include "perf/step_bench.h"
 
@@ -64,60 +60,6 @@ TEST(Libraries, TrainingStepsHoldSomethingBeyondThePlansBuffersAndNotAsMuchAsThe
   EXPECT_EQ(products, int(model_family(opt.model)
                               .gemm_shapes(opt.model, ModelShape{opt.micro_batch, opt.seq_len}, DType::f32)
                               .size()));
-}
-
-TEST(MatmulRates, AScaledWidthScalesTheWidthsThatFollowItAndKeepsTheHeads) {
-  ModelConfig gpt = model_preset("tiny");
-  gpt.n_layer = 6, gpt.n_head = 6, gpt.n_embd = 384;
-  const ModelConfig half = scaled_width(gpt, 0.5);
-  EXPECT_EQ(half.n_embd, 192);
-  EXPECT_EQ(half.n_head, 6);
-  EXPECT_EQ(scaled_width(gpt, 2).n_embd, 768);
-  ModelConfig llama = gpt;
-  llama.family = "llama", llama.n_kv_head = 2, llama.head_dim = 64, llama.ffn_dim = 1024;
-  const ModelConfig wide = scaled_width(llama, 2);
-  EXPECT_EQ(wide.n_embd, 768);
-  EXPECT_EQ(wide.ffn_dim, 2048);
-  EXPECT_EQ(wide.head_dim, 128);
-  EXPECT_EQ(wide.n_kv_head, 2);
-  // 384 / 3 = 128 is not a whole number of 6 heads' widths: refused as the model would be.
-  const std::string m = testing::error_message([&] { scaled_width(gpt, 1.0 / 3); });
-  EXPECT_NE(m.find("n_embd"), std::string::npos) << m;
-}
-
-// Both curves run through the calibrated model's point (the same figures), with a point below and above
-// it, each dtype's rate measured (every product timed).
-TEST(MatmulRates, TheCurvesRunThroughTheCalibratedPointWithEveryRateMeasured) {
-  CalibrateOptions opt;
-  opt.model = model_preset("tiny");
-  opt.model_name = "tiny";
-  opt.micro_batch = 4;
-  opt.seq_len = 32;
-  const MatmulRates r = measure_matmul_rates(opt, nullptr);
-  const int C = opt.model.n_embd;
-  ASSERT_NE(C, 128) << "the width and the tokens must differ, so that a point filed on the wrong curve shows";
-  EXPECT_EQ(r.width, C);
-  EXPECT_EQ(r.tokens, 128);
-  ASSERT_EQ(r.by_width.size(), 3u);
-  ASSERT_EQ(r.by_tokens.size(), 3u);
-  EXPECT_EQ(r.by_width[0].at, C / 2);
-  EXPECT_EQ(r.by_width[2].at, 2 * C);
-  EXPECT_EQ(r.by_tokens[0].at, 64);
-  EXPECT_EQ(r.by_tokens[1].at, 128);
-  EXPECT_EQ(r.by_tokens[2].at, 256);
-  EXPECT_EQ(r.by_width[1], (RatePoint{C, {r.by_tokens[1].tflops[0], r.by_tokens[1].tflops[1], r.by_tokens[1].tflops[2]}}));
-  // A file with these curves loads (ascending, each through its calibrated point).
-  Hardware h;
-  h.matmul = r;
-  EXPECT_EQ(Hardware::from_json(h.to_json(), "hw.json").matmul, r);
-  EXPECT_DOUBLE_EQ(r.factor(DType::f32, C, 128), 1.0);
-  for (const auto* curve : {&r.by_width, &r.by_tokens})
-    for (const RatePoint& p : *curve)
-      for (double t : p.tflops) {
-        EXPECT_GT(t, 1e-6) << "at " << p.at;
-        EXPECT_LT(t, 1e3) << "at " << p.at;
-      }
-  EXPECT_TRUE(r.measured());
 }
 
 }  // namespace
