@@ -21,9 +21,9 @@
 # ranks, both families, stages 0-3, the optimizer and the parameters on the host and on NVMe, and one run
 # across the two simulated hosts of tests/launch/cluster (perf/scripts/run_two_hosts.sh; as root only).
 # The held-out set was run once, on the model then final (perf/README.md). A second held-out set
-# (held-out-2), fixed in a commit of its own before the compute term learned the matmuls' width, covers the
-# same ground on shapes neither set has (widths 192, 256, 512 and 768) and is run only once that change is
-# final.
+# (held-out-2), fixed in a commit of its own before a change to the compute term, covers the same ground on
+# shapes neither set has (widths 192, 256, 512 and 768); run once, it turned that change (a matmul-rate
+# factor) down, and reports the model as it stands (perf/README.md).
 # usage: perf/scripts/validate_plan.sh [BUILD_DIR] [WORK_DIR] [ONLY] [SET]   (ONLY: an extended regex; only
 # the configurations whose names match run, as the ctest does; SET: tuning (the default), held-out,
 # held-out-2 or all)
