@@ -85,6 +85,22 @@ Hardware calibrate(const CalibrateOptions& opt, Communicator* comm, bool quiet) 
     h.peak_tflops[i] =
         std::max(r["matmul_gflops_2048"].get<double>(), r["matmul_gflops_mlp_shape"].get<double>()) / 1e3 * ranks;
   }
+  // One rank alone on all the cores the ranks used (the others wait in a barrier): how a rank's products
+  // scale with its own threads, which the plan reads for ranks of more threads than were calibrated.
+  h.calibrated_threads = omp_get_max_threads();
+  if (ranks > 1) {  // one rank alone already used all of them
+    if (comm && ranks > 1) comm->barrier()->wait();
+    if (lead) {
+      omp_set_num_threads(h.cores);
+      const nlohmann::json solo = run_step_bench(so, true);
+      omp_set_num_threads(h.calibrated_threads);
+      for (int i = 0; i < 3; ++i) {
+        const nlohmann::json& r = solo[names[i]];
+        h.solo_step_tflops[i] = flops / ((r["ms_forward"].get<double>() + r["ms_backward"].get<double>()) / 1e3) / 1e12;
+      }
+    }
+    if (comm && ranks > 1) comm->barrier()->wait();
+  }
   // The CPU Adam on the host tier, as offloaded groups are updated (the fp32-working row).
   AdamBenchOptions ao;
   ao.model = opt.model;

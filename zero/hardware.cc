@@ -145,6 +145,8 @@ nlohmann::json Hardware::to_json() const {
           {"nvme_bytes", nvme_bytes},
           {"step_tflops", {{"fp32", step_tflops[0]}, {"bf16", step_tflops[1]}, {"fp16", step_tflops[2]}}},
           {"peak_tflops", {{"fp32", peak_tflops[0]}, {"bf16", peak_tflops[1]}, {"fp16", peak_tflops[2]}}},
+          {"calibrated_threads", calibrated_threads},
+          {"solo_step_tflops", {{"fp32", solo_step_tflops[0]}, {"bf16", solo_step_tflops[1]}, {"fp16", solo_step_tflops[2]}}},
           {"device_gbs", device_gbs},
           {"cpu_adam_gbs", cpu_adam_gbs},
           {"link_gbs", link_gbs},
@@ -263,11 +265,17 @@ Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
     TZ_CHECK(cores == std::floor(cores), src, ": hardware field 'cores' must be a whole number, got ", cores);
     h.cores = int(cores);
   }
+  if (j.contains("calibrated_threads")) {  // since issue 33; optional
+    const double t = num("calibrated_threads", 0, 1 << 20);
+    TZ_CHECK(t == std::floor(t), src, ": hardware field 'calibrated_threads' must be a whole number, got ", t);
+    h.calibrated_threads = int(t);
+  }
   h.device_bytes = std::size_t(num("device_bytes", 0, kMaxBytes));
   h.host_bytes = std::size_t(num("host_bytes", 0, kMaxBytes));
   h.nvme_bytes = std::size_t(num("nvme_bytes", 0, kMaxBytes));
   const char* dts[3] = {"fp32", "bf16", "fp16"};
-  for (const char* field : {"step_tflops", "peak_tflops"}) {
+  for (const char* field : {"step_tflops", "peak_tflops", "solo_step_tflops"}) {
+    if (std::string(field) == "solo_step_tflops" && !j.contains(field)) continue;  // since issue 33; optional
     TZ_CHECK(j.contains(field) && j[field].is_object(), src, ": hardware field '", field,
              "' must be an object {\"fp32\": ..., \"bf16\": ..., \"fp16\": ...}");
     for (int i = 0; i < 3; ++i) {
@@ -276,7 +284,9 @@ Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
                    (v.get<double>() == 0 || v.get<double>() >= kMinRate),
                src, ": hardware field '", field, ".", dts[i], "' must be 0 (not supported) or a number in [", kMinRate, ", ",
                shown(kMaxRate), "]");
-      (std::string(field) == "step_tflops" ? h.step_tflops : h.peak_tflops)[i] = v.get<double>();
+      (std::string(field) == "step_tflops"   ? h.step_tflops
+       : std::string(field) == "peak_tflops" ? h.peak_tflops
+                                             : h.solo_step_tflops)[i] = v.get<double>();
     }
   }
   h.device_gbs = rate("device_gbs");

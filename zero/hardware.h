@@ -67,6 +67,11 @@ struct Hardware {
   // tuned training step reaches; measured on a CPU), for fp32, bf16 and fp16 (0: not supported).
   double step_tflops[3] = {0, 0, 0};
   double peak_tflops[3] = {0, 0, 0};  // the datasheet's dense matmul peak (for MFU)
+  // A CPU node (since issue 33; 0: not measured): the OpenMP threads each rank had while step_tflops was
+  // measured, and the step rate of one rank computing alone with all `cores` threads: how a rank's
+  // products scale with its own threads (a narrow model's do not double from one thread to two).
+  int calibrated_threads = 0;
+  double solo_step_tflops[3] = {0, 0, 0};
   double device_gbs = 0;     // device memory bandwidth (the device AdamW)
   double cpu_adam_gbs = 0;   // CPU Adam traffic per node (memory bound), bytes per second / 1e9
   double link_gbs = 0;       // host <-> device per device per direction

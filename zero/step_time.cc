@@ -54,6 +54,24 @@ void check_finite(const StepPrediction& p) {
            "the step-time prediction on hardware '", p.hardware, "' is not finite; check the hardware file's rates");
 }
 
+// A CPU rank's step rate (TFLOP/s) with `ranks` ranks on the node, each of hw.threads_per_rank threads (0:
+// the node's cores shared evenly). A rank computes on the cores its threads use, at most its even share of
+// the node's; calibrated at two points: every rank of calibrated_threads at once (step_tflops, the node's
+// rate) and one rank alone on all the cores (solo_step_tflops). Between them straight in log2 of the cores,
+// below the first in proportion to them (as without the second point, or with no core count: the node's
+// rate shared by its ranks).
+double cpu_rank_rate(const Hardware& hw, DType dt, int ranks) {
+  const double node = hw.step_rate(dt);
+  if (hw.cores <= 0) return node / ranks;
+  const double even = double(hw.cores) / ranks;
+  const double cores = hw.threads_per_rank > 0 ? std::min<double>(hw.threads_per_rank, even) : even;
+  const double solo = hw.solo_step_tflops[dt == DType::f32 ? 0 : dt == DType::bf16 ? 1 : 2];
+  const int t_cal = hw.calibrated_threads;
+  if (t_cal <= 0 || solo <= 0 || t_cal >= hw.cores || cores <= t_cal) return node * cores / hw.cores;
+  const double at_cal = node * t_cal / hw.cores;  // each calibrated rank's
+  return at_cal + (solo - at_cal) * std::log2(cores / t_cal) / std::log2(double(hw.cores) / t_cal);
+}
+
 }  // namespace
 
 double model_flops(const ModelConfig& c, int B, int T) {
@@ -93,7 +111,7 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
                           ? std::min(1.0, double(hw.threads_per_rank) * rpn / hw.cores)
                           : 1.0;
   const double share = host_is_device ? double(rpn) / used : 1.0;
-  const double rate = hw.step_rate(in.dtype) / share;
+  const double rate = host_is_device ? cpu_rank_rate(hw, in.dtype, rpn) : hw.step_rate(in.dtype);
   const double micro_compute = flops * (recompute ? 4.0 / 3.0 : 1.0) / (rate * 1e12);
   StepTerm compute{"compute", micro_compute * accum, micro_compute * accum, ""};
   {

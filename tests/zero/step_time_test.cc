@@ -85,6 +85,49 @@ TEST(StepTime, RanksUsingFewerCoresThanMeasuredGetThatShareOnACpuNode) {
   EXPECT_DOUBLE_EQ(term(predict_step(plan_memory(tiny(1, 2)), gpu, 1), "compute").seconds, flops / 1e12);
 }
 
+// The same node calibrated as 4 ranks of 1 thread (the node's 1 TFLOP/s: 0.25 a rank) and as one rank alone
+// on its 4 cores (solo 0.5 TFLOP/s, not the node's 1: its products do not scale to 4 threads). A rank of 4
+// threads gets the solo rate; of 2, halfway in log2 (0.375); of 1, the calibrated rank's; 2 ranks of 2
+// threads each get 0.375 (their even share is 2 cores); more threads than its share add nothing.
+TEST(StepTime, ARanksRateAtMoreThreadsThanCalibratedFollowsTheSoloRate) {
+  Hardware h = simple();
+  h.device = DeviceKind::cpu;
+  h.cores = 4;
+  h.calibrated_threads = 1;
+  h.solo_step_tflops[0] = 0.5;
+  const double flops = model_flops(tiny(0, 1).model, 4, 64);
+  auto rate = [&](int world, int threads) {
+    PlanInputs in = tiny(0, world);
+    in.device = DeviceKind::cpu;
+    Hardware x = h;
+    x.ranks_per_node = world;
+    x.threads_per_rank = threads;
+    return flops / term(predict_step(plan_memory(in), x, 1), "compute").seconds / 1e12;
+  };
+  EXPECT_DOUBLE_EQ(rate(1, 4), 0.5);
+  EXPECT_DOUBLE_EQ(rate(1, 2), 0.375);
+  EXPECT_DOUBLE_EQ(rate(1, 1), 0.25);
+  EXPECT_DOUBLE_EQ(rate(1, 0), 0.5) << "no thread count: the rank's even share, all 4 cores";
+  EXPECT_DOUBLE_EQ(rate(2, 2), 0.375);
+  EXPECT_DOUBLE_EQ(rate(2, 8), 0.375);
+  EXPECT_DOUBLE_EQ(rate(4, 1), 0.25);
+  EXPECT_DOUBLE_EQ(rate(1, 16), 0.5);
+  h.solo_step_tflops[0] = 0;  // not measured: the node's rate in proportion to the cores, as before
+  EXPECT_DOUBLE_EQ(rate(1, 2), 0.5);
+  EXPECT_DOUBLE_EQ(rate(1, 4), 1.0);
+  // The file keeps both, and older files without them load.
+  h.solo_step_tflops[1] = 0.7;
+  const Hardware back = Hardware::from_json(h.to_json(), "x");
+  EXPECT_EQ(back.calibrated_threads, 1);
+  EXPECT_DOUBLE_EQ(back.solo_step_tflops[1], 0.7);
+  nlohmann::json old = h.to_json();
+  old.erase("solo_step_tflops");
+  old.erase("calibrated_threads");
+  EXPECT_EQ(Hardware::from_json(old, "x").calibrated_threads, 0);
+  old["calibrated_threads"] = 1.5;
+  EXPECT_THROW(Hardware::from_json(old, "x"), Error);
+}
+
 TEST(StepTime, HardwareFilesKeepTheCoresTheirRatesWereMeasuredOn) {
   Hardware h = simple();
   h.cores = 6;
