@@ -25,7 +25,7 @@
 # shapes neither set has (widths 192, 256, 512 and 768); run once, it turned that change (a matmul-rate
 # factor) down, and reports the model as it stands (perf/README.md). A third (held-out-3), fixed likewise
 # before the next change to the compute term (a rank's rate at more threads than calibrated), on widths
-# 160, 320 and 640, three of its runs one rank of two threads, is run once that change is final.
+# 160, 320 and 640, three of its runs one rank of two threads, was run once on it (perf/README.md).
 # usage: perf/scripts/validate_plan.sh [BUILD_DIR] [WORK_DIR] [ONLY] [SET]   (ONLY: an extended regex; only
 # the configurations whose names match run, as the ctest does; SET: tuning (the default), held-out,
 # held-out-2, held-out-3 or all)
