@@ -25,10 +25,13 @@
 # shapes neither set has (widths 192, 256, 512 and 768); run once, it turned that change (a matmul-rate
 # factor) down, and reports the model as it stands (perf/README.md). A third (held-out-3), fixed likewise
 # before the next change to the compute term (a rank's rate at more threads than calibrated), on widths
-# 160, 320 and 640, three of its runs one rank of two threads, was run once on it (perf/README.md).
+# 160, 320 and 640, three of its runs one rank of two threads, was run once on it (perf/README.md). A
+# fourth (held-out-4), fixed before tierzero's heap became tcmalloc, on widths 224, 288, 448 and 576 and 256
+# to 768 tokens per micro-step (either side of where oneDNN starts packing), is to be run once on the model
+# after it.
 # usage: perf/scripts/validate_plan.sh [BUILD_DIR] [WORK_DIR] [ONLY] [SET]   (ONLY: an extended regex; only
 # the configurations whose names match run, as the ctest does; SET: tuning (the default), held-out,
-# held-out-2, held-out-3 or all)
+# held-out-2, held-out-3, held-out-4 or all)
 # With TZ_VALIDATE_MEMORY_TOLERANCE=F (a fraction: 0.05), it exits 1 when any configuration's planned memory
 # is off its measured growth by more than F, naming each, and prints "memory within 5% on every
 # configuration" otherwise; the step-time error is reported, never checked.
@@ -37,15 +40,15 @@ build=${1:-build}
 work=${2:-$(mktemp -d /var/tmp/tz-validate.XXXXXX)}
 only=${3:-}
 set_=${4:-tuning}
-[[ "$set_" =~ ^(tuning|held-out|held-out-2|held-out-3|all)$ ]] ||
-  { echo "validate_plan.sh: SET must be tuning, held-out, held-out-2, held-out-3 or all, not '$set_'" >&2; exit 2; }
+[[ "$set_" =~ ^(tuning|held-out|held-out-2|held-out-3|held-out-4|all)$ ]] ||
+  { echo "validate_plan.sh: SET must be tuning, held-out, held-out-2, held-out-3, held-out-4 or all, not '$set_'" >&2; exit 2; }
 tolerance=${TZ_VALIDATE_MEMORY_TOLERANCE:-}
 [ -z "$tolerance" ] || [[ "$tolerance" =~ ^0?\.[0-9]+$ ]] ||
   { echo "validate_plan.sh: TZ_VALIDATE_MEMORY_TOLERANCE must be a fraction below 1 (0.05), not '$tolerance'" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
 two_hosts="held-out gpt2 stage 3 bf16, two hosts" two_hosts_2="held-out-2 gpt2 192 stage 3 fp32, two hosts"
-two_hosts_3="held-out-3 gpt2 320 stage 1 bf16, two hosts"
-for h in "$two_hosts" "$two_hosts_2" "$two_hosts_3"; do
+two_hosts_3="held-out-3 gpt2 320 stage 1 bf16, two hosts" two_hosts_4="held-out-4 gpt2 448 stage 2 bf16, two hosts"
+for h in "$two_hosts" "$two_hosts_2" "$two_hosts_3" "$two_hosts_4"; do
   if [ "$set_" != tuning ] && [[ "$set_" == all || "$h" == "$set_ "* ]] && { [ -z "$only" ] || [[ "$h" =~ $only ]]; } &&
      [ "$(id -u)" = 0 ] && [[ "$(realpath -m "$work")/" == /tmp/* ]]; then
     echo "validate_plan.sh: WORK_DIR '$work' is under /tmp, which each simulated host of '$h' has of its own; give one outside /tmp" >&2
@@ -88,6 +91,18 @@ llama_h4=(--init-from "$work/llama_h4" --seq-len 96 --micro-batch 4)
 /usr/bin/python3 "$root/perf/scripts/make_llama_folder.py" --out "$work/llama_h5" --layers 2 --width 640 --heads 10 \
   --kv-heads 2 --head-dim 64 --ffn 1792 --vocab 256 --positions 64 > /dev/null
 llama_h5=(--init-from "$work/llama_h5" --seq-len 64 --micro-batch 3)
+# The fourth held-out set's: GPT-2 8 x 224 (4 heads) at sequence 112, micro-batch 4 (448 tokens), and 4 x 448
+# (7 heads) at sequence 96, micro-batch 8 (768); Llama 6 x 288 (6 heads of 48, 2 key-value heads, ffn 768)
+# at sequence 128, micro-batch 2 (256), and 3 x 576 (9 heads, 3 key-value heads, ffn 1536) at sequence 80,
+# micro-batch 6 (480).
+gpt_h6=(--n-layer 8 --n-embd 224 --n-head 4 --vocab 256 --seq-len 112 --micro-batch 4)
+gpt_h7=(--n-layer 4 --n-embd 448 --n-head 7 --vocab 256 --seq-len 96 --micro-batch 8)
+/usr/bin/python3 "$root/perf/scripts/make_llama_folder.py" --out "$work/llama_h6" --layers 6 --width 288 --heads 6 \
+  --kv-heads 2 --head-dim 48 --ffn 768 --vocab 256 --positions 128 > /dev/null
+llama_h6=(--init-from "$work/llama_h6" --seq-len 128 --micro-batch 2)
+/usr/bin/python3 "$root/perf/scripts/make_llama_folder.py" --out "$work/llama_h7" --layers 3 --width 576 --heads 9 \
+  --kv-heads 3 --head-dim 64 --ffn 1536 --vocab 256 --positions 80 > /dev/null
+llama_h7=(--init-from "$work/llama_h7" --seq-len 80 --micro-batch 6)
 mpirun -np 2 --oversubscribe --bind-to none -x OMP_NUM_THREADS=$((cores / 2 > 0 ? cores / 2 : 1)) \
   "$tz" bench calibrate "${gpt[@]}" --nvme-path "$work/nvme" --nvme-bytes 512M --out "$work/hw.json" > "$work/calibrate.log"
 # The communication temporaries grow with the ranks on the node: measured at 4 ranks too (the rates stay
@@ -201,6 +216,18 @@ run "held-out-3 llama 320 stage 2 bf16, 2 ranks"            2 1 llama_h4 --zero-
 run "held-out-3 llama 640 stage 0 fp32, 2 ranks"            2 1 llama_h5 --zero-stage 0
 run "held-out-3 llama 640 stage 3, NVMe, 4 ranks"           4 1 llama_h5 --zero-stage 3 --param-persistence-threshold 0 --offload-optimizer nvme --offload-param nvme --nvme-path "$work/nvme"
 run "held-out-3 llama 640 stage 1, optimizer on NVMe, 1 rank" 1 2 llama_h5 --zero-stage 1 --offload-optimizer nvme --nvme-path "$work/nvme"
+# The fourth held-out set (issue 33), fixed before tierzero's heap became tcmalloc: never tuned on.
+set_now=held-out-4
+run "held-out-4 gpt2 224 stage 0 fp32, 1 rank, 1 thread"    1 1 gpt_h6 --zero-stage 0
+run "held-out-4 gpt2 224 stage 3, optimizer on host, 2 ranks" 2 1 gpt_h6 --zero-stage 3 --param-persistence-threshold 0 --offload-optimizer cpu
+run "held-out-4 gpt2 224 stage 2 bf16, 4 ranks"             4 1 gpt_h6 --zero-stage 2 --dtype bf16
+run "held-out-4 gpt2 448 stage 1 fp32, 1 rank"              1 2 gpt_h7 --zero-stage 1
+run "$two_hosts_4"                                          2h 1 gpt_h7 --zero-stage 2 --dtype bf16
+run "held-out-4 llama 288 stage 1, optimizer on NVMe, 2 ranks" 2 1 llama_h6 --zero-stage 1 --offload-optimizer nvme --nvme-path "$work/nvme"
+run "held-out-4 llama 288 stage 0 bf16, 1 rank"             1 2 llama_h6 --zero-stage 0 --dtype bf16
+run "held-out-4 llama 576 stage 3 fp32, 2 ranks"            2 1 llama_h7 --zero-stage 3 --param-persistence-threshold 0
+run "held-out-4 llama 576 stage 3, NVMe, 4 ranks"           4 1 llama_h7 --zero-stage 3 --param-persistence-threshold 0 --offload-optimizer nvme --offload-param nvme --nvme-path "$work/nvme"
+run "held-out-4 llama 576 stage 1 fp32, 1 rank, 1 thread"   1 1 llama_h7 --zero-stage 1
 ((${#rows[@]})) || { echo "validate_plan.sh: no configuration of the $set_ set matches '$only'" >&2; exit 2; }
 printf '%s\n' "${rows[@]}" | TOLERANCE="$tolerance" /usr/bin/python3 -c '
 import os, statistics, sys
