@@ -371,6 +371,7 @@ int bench_calibrate(const std::vector<std::string>& args) {
     }
     h.memory.libraries = m.libraries;
     h.memory.products = m.products;
+    h.memory.heap = m.heap;
   } else {
     h = calibrate(o, comm.get(), false);
   }

@@ -1,5 +1,5 @@
 // `tierzero doctor`: what this machine offers tierzero, checked rather than assumed: the CPU and its
-// ISA, GPUs, driver, CUDA runtime, cuBLAS, NCCL and cuDNN, peer access, the locked-memory limit, io_uring and
+// ISA and heap allocator, GPUs, driver, CUDA runtime, cuBLAS, NCCL and cuDNN, peer access, the locked-memory limit, io_uring and
 // O_DIRECT on each --nvme-path, Open MPI's version and CUDA awareness, and the launcher variables
 // seen. It works without a GPU and says so; --json prints the same as one JSON object. The exit status
 // is 1 when a check it was asked to make (an --nvme-path) fails.
@@ -18,6 +18,7 @@
 #include "core/cpu_adam.h"
 #include "core/device.h"
 #include "core/error.h"
+#include "core/heap.h"
 #include "core/memory_budget.h"
 #include "core/numa.h"
 #include "core/onednn_gemm.h"
@@ -51,7 +52,8 @@ json cpu_report() {
           {"isa", isa},
           {"amx_bf16", amx},
           {"cpu_adam", cpu_adam_isa()},
-          {"onednn", onednn_version()}};
+          {"onednn", onednn_version()},
+          {"heap", heap_allocator()}};
 }
 
 json gpu_report() {
@@ -128,9 +130,10 @@ void print_text(const json& d) {
   const json& c = d["cpu"];
   std::string isa;
   for (const auto& x : c["isa"]) isa.append(isa.empty() ? "" : " ").append(x.get<std::string>());
-  std::printf("cpu:      %s, %ld logical cores; %s%s; CPU Adam %s; oneDNN %s\n", c["model"].get<std::string>().c_str(),
+  std::printf("cpu:      %s, %ld logical cores; %s%s; CPU Adam %s; oneDNN %s; heap %s\n", c["model"].get<std::string>().c_str(),
               c["logical_cores"].get<long>(), isa.c_str(), c["amx_bf16"].get<bool>() ? "" : " (no AMX: bf16 matmuls widen to fp32)",
-              c["cpu_adam"].get<std::string>().c_str(), c["onednn"].get<std::string>().c_str());
+              c["cpu_adam"].get<std::string>().c_str(), c["onednn"].get<std::string>().c_str(),
+              c["heap"].get<std::string>().c_str());
   const json& g = d["gpu"];
   if (g["devices"].empty()) {
     std::printf("gpu:      none: %s\n", g["problem"].get<std::string>().empty() ? "the driver reports no GPU"

@@ -2,13 +2,12 @@
 // products training runs.
 #include "perf/calibrate_memory.h"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <vector>
 
 #include "core/backend.h"
 #include "core/device.h"
+#include "core/heap.h"
 #include "core/resident_memory.h"
 #include "model/model_family.h"
 #include "perf/step_bench.h"
@@ -62,7 +61,7 @@ double measure_libraries(const CalibrateOptions& opt, int* products) {
   so.steps = 2;
   so.residue = true;
   const nlohmann::json r = run_step_bench(so, true);
-  ::malloc_trim(0);  // what the steps freed goes back, as train returns its set-up's before the first step
+  release_free_heap();  // what the steps freed goes back, as train returns its set-up's before the first step
   *products = int(model_family(opt.model).gemm_shapes(opt.model, ModelShape{opt.micro_batch, opt.seq_len}, DType::f32).size());
   return r[std::string(dtype_name(DType::f32))].value("resident_residue_bytes", -1.0);
 }
@@ -79,6 +78,7 @@ MemoryLines measure_memory_lines(const CalibrateOptions& opt, Communicator* comm
     m.libraries = v[1] > 0 ? -1 : v[0];
   }
   if (m.libraries >= 0) m.products = products;
+  m.heap = heap_allocator();
   if (comm && comm->size() > 1) {
     const std::size_t piece = ZeroOptions{}.comm_piece_bytes;  // training's default
     const double t = measure_comm_temporaries(*comm, piece);

@@ -14,6 +14,7 @@ export DEBIAN_FRONTEND=noninteractive
 # hosts (ip, nsenter, unshare). They start their own munged, slurmctld and slurmd with a config of their
 # own, so the services these packages enable are not wanted: where this script installs them anew, it
 # stops and disables them again. A machine that already had them keeps them as they were.
+# The tierzero binary's heap is gperftools' tcmalloc (libgoogle-perftools-dev; docs/ARCHITECTURE.md#the-stack).
 # `tierzero report` draws its plots with gnuplot (gnuplot-nox); the Prometheus textfile's test checks it
 # with promtool, which Debian ships in the prometheus package (whose server this script disables the same way).
 new_services=()
@@ -26,7 +27,7 @@ $SUDO apt-get install -y -q --no-install-recommends \
   libdnnl-dev ocl-icd-opencl-dev opencl-c-headers \
   libopenmpi-dev openmpi-bin \
   liburing-dev libxxhash-dev libnuma-dev \
-  libboost-program-options-dev nlohmann-json3-dev \
+  libboost-program-options-dev nlohmann-json3-dev libgoogle-perftools-dev \
   libgtest-dev libgmock-dev \
   base-files jq \
   patchelf xz-utils debootstrap \

@@ -2,8 +2,6 @@
 // the planned buffers, the data, --init-from, the engine and the model.
 #include "train/run_setup.h"
 
-#include <malloc.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <exception>
@@ -15,6 +13,7 @@
 #include "comm/device_comm.h"
 #include "core/backend.h"
 #include "core/error.h"
+#include "core/heap.h"
 #include "model/model_family.h"
 #include "train/collective_util.h"
 #include "train/corpus_data.h"
@@ -170,9 +169,9 @@ Run::Run(const TrainOptions& opt, Communicator& comm, const TrainHooks& hooks, c
   dev->backend().memset_async(*stream, losses.data(), 0, losses.bytes());
   planned->expect_all_taken();  // what was allocated is exactly what the plan lists
   // The set-up's transients (the corpus text, each group's initial values, a checkpoint's or a folder's
-  // reads) are freed, but glibc keeps freed heap memory resident until it is trimmed: returned now, the
+  // reads) are freed, but the heap keeps freed memory resident until it is given back: returned now, the
   // resident set holds what the plan lists and no more.
-  ::malloc_trim(0);
+  release_free_heap();
 }
 
 Run::~Run() {

@@ -174,7 +174,8 @@ nlohmann::json Hardware::to_json() const {
                return a;
              }()},
             {"libraries_bytes", memory.libraries},
-            {"libraries_products", memory.products}}}};
+            {"libraries_products", memory.products},
+            {"heap_allocator", memory.heap}}}};
 }
 
 void MemoryLines::add_comm(int ranks, double bytes) {
@@ -341,6 +342,14 @@ Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
     h.memory.comm_piece_bytes = field("comm_piece_bytes", 0, kMaxBytes, true);
     h.memory.libraries = field("libraries_bytes", -1, kMaxBytes, false);
     h.memory.products = int(field("libraries_products", 0, 1 << 20, true));
+    if (m.contains("heap_allocator")) {
+      const nlohmann::json& a = m["heap_allocator"];
+      TZ_CHECK(a.is_string() && a.get<std::string>().size() <= 64 &&
+                   a.get<std::string>().find_first_not_of("abcdefghijklmnopqrstuvwxyz0123456789._+-") == std::string::npos,
+               src, ": hardware field 'memory.heap_allocator' must be an allocator's name (\"tcmalloc\", \"glibc\"), as "
+               "`tierzero bench calibrate` writes it");
+      h.memory.heap = a.get<std::string>();
+    }
     if (m.contains("comm_temporaries")) {
       const nlohmann::json& a = m["comm_temporaries"];
       TZ_CHECK(a.is_array(), src, ": hardware field 'memory.comm_temporaries' must be a list of {\"ranks\": N, \"bytes\": B}");

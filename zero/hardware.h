@@ -40,6 +40,9 @@ struct MemoryLines {
   // ran once each (-1: not measured).
   double libraries = -1;
   int products = 0;
+  // The heap allocator that served malloc while they were measured (core/heap.h: "tcmalloc", "glibc"; empty:
+  // not recorded, a file from before issue 33's heap change): the lines hold for a binary with the same one.
+  std::string heap;
   bool operator==(const MemoryLines&) const = default;
   // The communication temporaries at `ranks` ranks: the measurement at that size, else the straight line
   // through the two nearest (never below the least measured), else the one there is; -1 when none.

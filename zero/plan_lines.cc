@@ -78,7 +78,10 @@ std::vector<PlanLine> outside_lines(const MemoryPlan& p) {
       v.push_back({"libraries", Tier::host, std::size_t(m.libraries * double(products) / m.products),
                    "measured by bench calibrate (" + where + "): " + mib(m.libraries) + " over " +
                        std::to_string(m.products) + " matrix products, scaled to this model's " +
-                       std::to_string(products)});
+                       std::to_string(products) +
+                       (m.heap.empty() ? "; the heap it was measured with is not recorded (a calibration from before "
+                                         "tierzero's heap was tcmalloc: run `tierzero bench calibrate` again)"
+                                       : "; measured with the " + m.heap + " heap")});
     else
       v.push_back({"libraries", Tier::host, 0, "not measured: run `tierzero bench calibrate` on this machine"});
   }

@@ -93,8 +93,12 @@ TEST(HardwareFile, TheMeasuredMemoryLinesRoundTripAndMalformedOnesAreRefused) {
   h.memory.add_comm(2, 10e6);
   h.memory.libraries = 3e6;
   h.memory.products = 34;
+  h.memory.heap = "tcmalloc";
   const Hardware back = Hardware::from_json(h.to_json(), "h.json");
   EXPECT_EQ(back.memory, h.memory);
+  nlohmann::json old = h.to_json();  // a file from before the heap was recorded
+  old["memory"].erase("heap_allocator");
+  EXPECT_EQ(Hardware::from_json(old, "h.json").memory.heap, "");
   ASSERT_EQ(back.memory.comm.size(), 2u);
   EXPECT_EQ(back.memory.comm[0].ranks, 2);  // kept ascending
   struct Case {
@@ -115,6 +119,8 @@ TEST(HardwareFile, TheMeasuredMemoryLinesRoundTripAndMalformedOnesAreRefused) {
         Case{{{"libraries_bytes", 5}}, "needs the 'libraries_products'"},
         Case{{{"libraries_bytes", -2}, {"libraries_products", 3}}, "'memory.libraries_bytes' must be a number in [-1"},
         Case{{{"libraries_products", 2.5}, {"libraries_bytes", 5}}, "'memory.libraries_products' must be a whole number"},
+        Case{{{"heap_allocator", 5}}, "'memory.heap_allocator' must be an allocator's name"},
+        Case{{{"heap_allocator", "tc malloc; rm"}}, "'memory.heap_allocator' must be an allocator's name"},
         Case{5, "'memory' must be an object"}}) {
     SCOPED_TRACE(c.memory.dump());
     nlohmann::json j = h.to_json();

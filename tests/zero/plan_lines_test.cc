@@ -64,6 +64,12 @@ TEST(PlanLines, OneRankHoldsTheDataLoaderAndTheLibrariesScaledToItsProducts) {
   EXPECT_EQ(m["libraries"].bytes, std::size_t(double(4 << 20) * double(products) / 16));
   EXPECT_EQ(p.held(Tier::host), p.total(Tier::host) + 12345 + m["libraries"].bytes);
   EXPECT_EQ(p.held(Tier::device), p.total(Tier::device));
+  // The heap the line was measured with is named; a file without one is told to recalibrate.
+  EXPECT_NE(m["libraries"].source.find("not recorded"), std::string::npos) << m["libraries"].source;
+  in.measured.heap = "tcmalloc";
+  m = lines(plan_memory(in));
+  EXPECT_NE(m["libraries"].source.find("; measured with the tcmalloc heap"), std::string::npos) << m["libraries"].source;
+  EXPECT_EQ(m["libraries"].source.find("not recorded"), std::string::npos) << m["libraries"].source;
 }
 
 TEST(PlanLines, CommunicationAtTheMeasuredPieceAndWorldSizeIsTheMeasurementPlusTheStaging) {
