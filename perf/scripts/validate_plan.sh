@@ -27,8 +27,8 @@
 # before the next change to the compute term (a rank's rate at more threads than calibrated), on widths
 # 160, 320 and 640, three of its runs one rank of two threads, was run once on it (perf/README.md). A
 # fourth (held-out-4), fixed before tierzero's heap became tcmalloc, on widths 224, 288, 448 and 576 and 256
-# to 768 tokens per micro-step (either side of where oneDNN starts packing), is to be run once on the model
-# after it.
+# to 768 tokens per micro-step (either side of where oneDNN starts packing), was run once after it
+# (perf/README.md).
 # usage: perf/scripts/validate_plan.sh [BUILD_DIR] [WORK_DIR] [ONLY] [SET]   (ONLY: an extended regex; only
 # the configurations whose names match run, as the ctest does; SET: tuning (the default), held-out,
 # held-out-2, held-out-3, held-out-4 or all)
