@@ -60,36 +60,33 @@ mkdir -p "$work/nvme"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cores=$(getconf _NPROCESSORS_ONLN)  # not nproc: it obeys OMP_NUM_THREADS
 gpt=(--n-layer 6 --n-embd 384 --n-head 6 --vocab 256 --seq-len 128 --micro-batch 4)
-/usr/bin/python3 "$root/perf/scripts/make_llama_folder.py" --out "$work/llama" --layers 6 --width 384 --heads 6 \
-  --kv-heads 2 --head-dim 64 --ffn 1024 --vocab 256 --positions 128 > /dev/null
+llama_folder() {  # llama_folder NAME FLAGS...: a Llama folder of vocabulary 256 at $work/NAME
+  /usr/bin/python3 "$root/perf/scripts/make_llama_folder.py" --out "$work/$1" "${@:2}" --vocab 256 > /dev/null
+}
+llama_folder llama --layers 6 --width 384 --heads 6 --kv-heads 2 --head-dim 64 --ffn 1024 --positions 128
 llama=(--init-from "$work/llama" --seq-len 128 --micro-batch 4)
 # The held-out set's shapes, unlike the tuning set's: GPT-2 8 x 256 at sequence 64, micro-batch 8; a Llama
 # 4 x 512 (8 heads, 4 key-value heads, ffn 1408) at sequence 96.
 gpt_h=(--n-layer 8 --n-embd 256 --n-head 4 --vocab 256 --seq-len 64 --micro-batch 8)
-/usr/bin/python3 "$root/perf/scripts/make_llama_folder.py" --out "$work/llama_h" --layers 4 --width 512 --heads 8 \
-  --kv-heads 4 --head-dim 64 --ffn 1408 --vocab 256 --positions 96 > /dev/null
+llama_folder llama_h --layers 4 --width 512 --heads 8 --kv-heads 4 --head-dim 64 --ffn 1408 --positions 96
 llama_h=(--init-from "$work/llama_h" --seq-len 96 --micro-batch 4)
 # The second held-out set's: GPT-2 12 x 192 at sequence 96 and 4 x 512 at sequence 128 (micro-batch 2);
 # Llama 6 x 256 (4 heads, 2 key-value heads, ffn 704) at sequence 128 and 3 x 768 (12 heads, 4 key-value
 # heads, ffn 2048) at sequence 64.
 gpt_h2=(--n-layer 12 --n-embd 192 --n-head 3 --vocab 256 --seq-len 96 --micro-batch 4)
 gpt_h3=(--n-layer 4 --n-embd 512 --n-head 8 --vocab 256 --seq-len 128 --micro-batch 2)
-/usr/bin/python3 "$root/perf/scripts/make_llama_folder.py" --out "$work/llama_h2" --layers 6 --width 256 --heads 4 \
-  --kv-heads 2 --head-dim 64 --ffn 704 --vocab 256 --positions 128 > /dev/null
+llama_folder llama_h2 --layers 6 --width 256 --heads 4 --kv-heads 2 --head-dim 64 --ffn 704 --positions 128
 llama_h2=(--init-from "$work/llama_h2" --seq-len 128 --micro-batch 4)
-/usr/bin/python3 "$root/perf/scripts/make_llama_folder.py" --out "$work/llama_h3" --layers 3 --width 768 --heads 12 \
-  --kv-heads 4 --head-dim 64 --ffn 2048 --vocab 256 --positions 64 > /dev/null
+llama_folder llama_h3 --layers 3 --width 768 --heads 12 --kv-heads 4 --head-dim 64 --ffn 2048 --positions 64
 llama_h3=(--init-from "$work/llama_h3" --seq-len 64 --micro-batch 4)
 # The third held-out set's: GPT-2 10 x 160 at sequence 64, micro-batch 6, and 6 x 320 at sequence 80; Llama
 # 5 x 320 (5 heads, 1 key-value head, ffn 896) at sequence 96 and 2 x 640 (10 heads, 2 key-value heads, ffn
 # 1792) at sequence 64, micro-batch 3.
 gpt_h4=(--n-layer 10 --n-embd 160 --n-head 5 --vocab 256 --seq-len 64 --micro-batch 6)
 gpt_h5=(--n-layer 6 --n-embd 320 --n-head 5 --vocab 256 --seq-len 80 --micro-batch 4)
-/usr/bin/python3 "$root/perf/scripts/make_llama_folder.py" --out "$work/llama_h4" --layers 5 --width 320 --heads 5 \
-  --kv-heads 1 --head-dim 64 --ffn 896 --vocab 256 --positions 96 > /dev/null
+llama_folder llama_h4 --layers 5 --width 320 --heads 5 --kv-heads 1 --head-dim 64 --ffn 896 --positions 96
 llama_h4=(--init-from "$work/llama_h4" --seq-len 96 --micro-batch 4)
-/usr/bin/python3 "$root/perf/scripts/make_llama_folder.py" --out "$work/llama_h5" --layers 2 --width 640 --heads 10 \
-  --kv-heads 2 --head-dim 64 --ffn 1792 --vocab 256 --positions 64 > /dev/null
+llama_folder llama_h5 --layers 2 --width 640 --heads 10 --kv-heads 2 --head-dim 64 --ffn 1792 --positions 64
 llama_h5=(--init-from "$work/llama_h5" --seq-len 64 --micro-batch 3)
 # The fourth held-out set's: GPT-2 8 x 224 (4 heads) at sequence 112, micro-batch 4 (448 tokens), and 4 x 448
 # (7 heads) at sequence 96, micro-batch 8 (768); Llama 6 x 288 (6 heads of 48, 2 key-value heads, ffn 768)
@@ -97,11 +94,9 @@ llama_h5=(--init-from "$work/llama_h5" --seq-len 64 --micro-batch 3)
 # micro-batch 6 (480).
 gpt_h6=(--n-layer 8 --n-embd 224 --n-head 4 --vocab 256 --seq-len 112 --micro-batch 4)
 gpt_h7=(--n-layer 4 --n-embd 448 --n-head 7 --vocab 256 --seq-len 96 --micro-batch 8)
-/usr/bin/python3 "$root/perf/scripts/make_llama_folder.py" --out "$work/llama_h6" --layers 6 --width 288 --heads 6 \
-  --kv-heads 2 --head-dim 48 --ffn 768 --vocab 256 --positions 128 > /dev/null
+llama_folder llama_h6 --layers 6 --width 288 --heads 6 --kv-heads 2 --head-dim 48 --ffn 768 --positions 128
 llama_h6=(--init-from "$work/llama_h6" --seq-len 128 --micro-batch 2)
-/usr/bin/python3 "$root/perf/scripts/make_llama_folder.py" --out "$work/llama_h7" --layers 3 --width 576 --heads 9 \
-  --kv-heads 3 --head-dim 64 --ffn 1536 --vocab 256 --positions 80 > /dev/null
+llama_folder llama_h7 --layers 3 --width 576 --heads 9 --kv-heads 3 --head-dim 64 --ffn 1536 --positions 80
 llama_h7=(--init-from "$work/llama_h7" --seq-len 80 --micro-batch 6)
 mpirun -np 2 --oversubscribe --bind-to none -x OMP_NUM_THREADS=$((cores / 2 > 0 ? cores / 2 : 1)) \
   "$tz" bench calibrate "${gpt[@]}" --nvme-path "$work/nvme" --nvme-bytes 512M --out "$work/hw.json" > "$work/calibrate.log"
