@@ -28,10 +28,12 @@
 # 160, 320 and 640, three of its runs one rank of two threads, was run once on it (perf/README.md). A
 # fourth (held-out-4), fixed before tierzero's heap became tcmalloc, on widths 224, 288, 448 and 576 and 256
 # to 768 tokens per micro-step (either side of where oneDNN starts packing), was run once after it
-# (perf/README.md).
+# (perf/README.md). A fifth (held-out-5), fixed before the calibration's one-rank rate stopped sharing its
+# cores with waiting ranks and the synchronisation term grew with the compute between waits, on widths 352,
+# 416 and 704, is run once after those changes (perf/README.md).
 # usage: perf/scripts/validate_plan.sh [BUILD_DIR] [WORK_DIR] [ONLY] [SET]   (ONLY: an extended regex; only
 # the configurations whose names match run, as the ctest does; SET: tuning (the default), held-out,
-# held-out-2, held-out-3, held-out-4 or all)
+# held-out-2, held-out-3, held-out-4, held-out-5 or all)
 # With TZ_VALIDATE_MEMORY_TOLERANCE=F (a fraction: 0.05), it exits 1 when any configuration's planned memory
 # is off its measured growth by more than F, naming each, and prints "memory within 5% on every
 # configuration" otherwise; the step-time error is reported, never checked.
@@ -40,15 +42,16 @@ build=${1:-build}
 work=${2:-$(mktemp -d /var/tmp/tz-validate.XXXXXX)}
 only=${3:-}
 set_=${4:-tuning}
-[[ "$set_" =~ ^(tuning|held-out|held-out-2|held-out-3|held-out-4|all)$ ]] ||
-  { echo "validate_plan.sh: SET must be tuning, held-out, held-out-2, held-out-3, held-out-4 or all, not '$set_'" >&2; exit 2; }
+[[ "$set_" =~ ^(tuning|held-out|held-out-[2-5]|all)$ ]] ||
+  { echo "validate_plan.sh: SET must be tuning, held-out, held-out-2 to held-out-5 or all, not '$set_'" >&2; exit 2; }
 tolerance=${TZ_VALIDATE_MEMORY_TOLERANCE:-}
 [ -z "$tolerance" ] || [[ "$tolerance" =~ ^0?\.[0-9]+$ ]] ||
   { echo "validate_plan.sh: TZ_VALIDATE_MEMORY_TOLERANCE must be a fraction below 1 (0.05), not '$tolerance'" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
 two_hosts="held-out gpt2 stage 3 bf16, two hosts" two_hosts_2="held-out-2 gpt2 192 stage 3 fp32, two hosts"
 two_hosts_3="held-out-3 gpt2 320 stage 1 bf16, two hosts" two_hosts_4="held-out-4 gpt2 448 stage 2 bf16, two hosts"
-for h in "$two_hosts" "$two_hosts_2" "$two_hosts_3" "$two_hosts_4"; do
+two_hosts_5="held-out-5 gpt2 416 stage 3 fp32, two hosts"
+for h in "$two_hosts" "$two_hosts_2" "$two_hosts_3" "$two_hosts_4" "$two_hosts_5"; do
   if [ "$set_" != tuning ] && [[ "$set_" == all || "$h" == "$set_ "* ]] && { [ -z "$only" ] || [[ "$h" =~ $only ]]; } &&
      [ "$(id -u)" = 0 ] && [[ "$(realpath -m "$work")/" == /tmp/* ]]; then
     echo "validate_plan.sh: WORK_DIR '$work' is under /tmp, which each simulated host of '$h' has of its own; give one outside /tmp" >&2
@@ -98,6 +101,16 @@ llama_folder llama_h6 --layers 6 --width 288 --heads 6 --kv-heads 2 --head-dim 4
 llama_h6=(--init-from "$work/llama_h6" --seq-len 128 --micro-batch 2)
 llama_folder llama_h7 --layers 3 --width 576 --heads 9 --kv-heads 3 --head-dim 64 --ffn 1536 --positions 80
 llama_h7=(--init-from "$work/llama_h7" --seq-len 80 --micro-batch 6)
+# The fifth held-out set's: GPT-2 6 x 352 (11 heads of 32) at sequence 96, micro-batch 4 (384 tokens), and
+# 5 x 416 (13 heads of 32) at sequence 64, micro-batch 10 (640); Llama 5 x 352 (11 heads of 32, 1 key-value
+# head, ffn 960) at sequence 112, micro-batch 3 (336), and 2 x 704 (11 heads, 1 key-value head, ffn 1920) at
+# sequence 96, micro-batch 5 (480).
+gpt_h8=(--n-layer 6 --n-embd 352 --n-head 11 --vocab 256 --seq-len 96 --micro-batch 4)
+gpt_h9=(--n-layer 5 --n-embd 416 --n-head 13 --vocab 256 --seq-len 64 --micro-batch 10)
+llama_folder llama_h8 --layers 5 --width 352 --heads 11 --kv-heads 1 --head-dim 32 --ffn 960 --positions 112
+llama_h8=(--init-from "$work/llama_h8" --seq-len 112 --micro-batch 3)
+llama_folder llama_h9 --layers 2 --width 704 --heads 11 --kv-heads 1 --head-dim 64 --ffn 1920 --positions 96
+llama_h9=(--init-from "$work/llama_h9" --seq-len 96 --micro-batch 5)
 mpirun -np 2 --oversubscribe --bind-to none -x OMP_NUM_THREADS=$((cores / 2 > 0 ? cores / 2 : 1)) \
   "$tz" bench calibrate "${gpt[@]}" --nvme-path "$work/nvme" --nvme-bytes 512M --out "$work/hw.json" > "$work/calibrate.log"
 # The communication temporaries grow with the ranks on the node: measured at 4 ranks too (the rates stay
@@ -223,6 +236,18 @@ run "held-out-4 llama 288 stage 0 bf16, 1 rank"             1 2 llama_h6 --zero-
 run "held-out-4 llama 576 stage 3 fp32, 2 ranks"            2 1 llama_h7 --zero-stage 3 --param-persistence-threshold 0
 run "held-out-4 llama 576 stage 3, NVMe, 4 ranks"           4 1 llama_h7 --zero-stage 3 --param-persistence-threshold 0 --offload-optimizer nvme --offload-param nvme --nvme-path "$work/nvme"
 run "held-out-4 llama 576 stage 1 fp32, 1 rank, 1 thread"   1 1 llama_h7 --zero-stage 1
+# The fifth held-out set (issue 33), fixed before the solo-rate and synchronisation changes: never tuned on.
+set_now=held-out-5
+run "held-out-5 gpt2 352 stage 1 fp32, 1 rank"              1 2 gpt_h8 --zero-stage 1
+run "held-out-5 gpt2 352 stage 3 bf16, 2 ranks"             2 1 gpt_h8 --zero-stage 3 --param-persistence-threshold 0 --dtype bf16
+run "held-out-5 gpt2 352 stage 0 fp32, 4 ranks"             4 1 gpt_h8 --zero-stage 0
+run "held-out-5 gpt2 416 stage 2, optimizer on host, 2 ranks" 2 1 gpt_h9 --zero-stage 2 --offload-optimizer cpu
+run "$two_hosts_5"                                          2h 1 gpt_h9 --zero-stage 3 --param-persistence-threshold 0
+run "held-out-5 gpt2 416 stage 0 bf16, 1 rank, 1 thread"    1 1 gpt_h9 --zero-stage 0 --dtype bf16
+run "held-out-5 llama 352 stage 2, optimizer on NVMe, 2 ranks" 2 1 llama_h8 --zero-stage 2 --offload-optimizer nvme --nvme-path "$work/nvme"
+run "held-out-5 llama 352 stage 0 fp32, 1 rank"             1 2 llama_h8 --zero-stage 0
+run "held-out-5 llama 704 stage 3 bf16, 2 ranks"            2 1 llama_h9 --zero-stage 3 --param-persistence-threshold 0 --dtype bf16
+run "held-out-5 llama 704 stage 1, NVMe, 4 ranks"           4 1 llama_h9 --zero-stage 1 --offload-optimizer nvme --nvme-path "$work/nvme"
 ((${#rows[@]})) || { echo "validate_plan.sh: no configuration of the $set_ set matches '$only'" >&2; exit 2; }
 printf '%s\n' "${rows[@]}" | TOLERANCE="$tolerance" /usr/bin/python3 -c '
 import os, statistics, sys
