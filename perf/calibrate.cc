@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <thread>
 
 #include "comm/mpi_comm.h"
 #include "core/device.h"
@@ -40,6 +41,14 @@ double copy_gbs() {
     if (i) t.push_back(std::chrono::duration<double>(bench::Clock::now() - t0).count());
   }
   return double(a.bytes()) / bench::median(t) / 1e9;
+}
+
+// Joins a barrier and sleeps until every rank has: with no host thread in Work::wait(), the progress thread
+// polls at its background pace (every 400 us at most, ~5% of a core) instead of a waiter's (every 50 us).
+void wait_asleep(Communicator& comm) {
+  const std::unique_ptr<Work> w = comm.barrier();
+  while (!w->done()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  w->wait();  // throws if it failed
 }
 
 }  // namespace
@@ -86,10 +95,14 @@ Hardware calibrate(const CalibrateOptions& opt, Communicator* comm, bool quiet) 
         std::max(r["matmul_gflops_2048"].get<double>(), r["matmul_gflops_mlp_shape"].get<double>()) / 1e3 * ranks;
   }
   // One rank alone on all the cores the ranks used (the others wait in a barrier): how a rank's products
-  // scale with its own threads, which the plan reads for ranks of more threads than were calibrated.
+  // scale with its own threads, which the plan reads for ranks of more threads than were calibrated. The
+  // others wait asleep: a host thread in Work::wait() has its progress thread poll every 50 us, which took
+  // a third of the lone rank's rate on a 2-vCPU VM (fp32 0.18-0.19 TFLOP/s with the others in wait(),
+  // 0.24-0.26 asleep: 1.67x the rate per rank at one thread each, as `bench step` reads one rank at two
+  // threads against one, 137 against 229 ms; perf/README.md).
   h.calibrated_threads = omp_get_max_threads();
   if (ranks > 1) {  // one rank alone already used all of them
-    if (comm && ranks > 1) comm->barrier()->wait();
+    comm->barrier()->wait();
     if (lead) {
       omp_set_num_threads(h.cores);
       const nlohmann::json solo = run_step_bench(so, true);
@@ -98,8 +111,10 @@ Hardware calibrate(const CalibrateOptions& opt, Communicator* comm, bool quiet) 
         const nlohmann::json& r = solo[names[i]];
         h.solo_step_tflops[i] = flops / ((r["ms_forward"].get<double>() + r["ms_backward"].get<double>()) / 1e3) / 1e12;
       }
+      comm->barrier()->wait();
+    } else {
+      wait_asleep(*comm);
     }
-    if (comm && ranks > 1) comm->barrier()->wait();
   }
   // The CPU Adam on the host tier, as offloaded groups are updated (the fp32-working row).
   AdamBenchOptions ao;

@@ -100,10 +100,16 @@ std::string measure_comm_terms(MpiCommunicator& comm, const CalibrateOptions& op
 
   // Synchronisation: compute then a small all-reduce waited on, against the same compute alone (all ranks
   // at once in both), less the latency. Each round runs both, begun together at a barrier, and gives their
-  // difference; the figure is the mean of 15 rounds' differences (less the least and the largest) on the
-  // rank where it is largest (a rank that waits for another is the one that pays). Paired rounds cancel
+  // difference; a length's figure is the mean of 31 rounds' differences (less the least and the largest) on
+  // the rank where it is largest (a rank that waits for another is the one that pays). Paired rounds cancel
   // what drifts between rounds (another process, the frequency), which the difference of two medians did
-  // not (30 ms on one calibration, 36 us on the next).
+  // not (30 ms on one calibration, 36 us on the next). Two lengths of compute, one product and four: the
+  // wait grows with the compute before it (ranks sharing cores drift apart while they compute), so the
+  // difference per second of compute between the two lengths is sync_fraction and what remains at one
+  // product sync_us. One length charged every collective the wait after four products (21.8 ms on the
+  // fourth held-out set's calibration), though a stage-3 step's gathers wait after one block's compute;
+  // with two, calibrations on a 2-vCPU VM read 0.1-0.5 ms after one product and 0.3-1.7 ms after four:
+  // sync_us 0-180, sync_fraction 0.02-0.14 (perf/README.md).
   ComputeUnit unit(opt);
   // Seconds of f() on this rank, every rank starting it together at a barrier.
   auto from_barrier = [&](auto&& f) {
@@ -112,31 +118,34 @@ std::string measure_comm_terms(MpiCommunicator& comm, const CalibrateOptions& op
     f();
     return seconds_since(t0);
   };
-  const int reps = 4, rounds = 15;
-  std::vector<double> alone, extra;
+  const int rounds = 31, reps[2] = {1, 4};
+  std::vector<double> alone[2], extra[2];
   double scalar = 1;
-  for (int i = 0; i < rounds; ++i) {
-    alone.push_back(from_barrier([&] { unit.run(reps); }));
-    extra.push_back(from_barrier([&] {
-      unit.run(reps);
-      comm.all_reduce(&scalar, 1, DType::f64)->wait();
-    }) - alone.back());
-  }
-  const RoundSpread sync = spread_on_slowest(comm, extra);
-  h.sync_us = std::max(0.0, (sync.mean - h.latency_us * 1e-6) * 1e6);
+  for (int i = 0; i < rounds; ++i)
+    for (int k = 0; k < 2; ++k) {
+      alone[k].push_back(from_barrier([&] { unit.run(reps[k]); }));
+      extra[k].push_back(from_barrier([&] {
+        unit.run(reps[k]);
+        comm.all_reduce(&scalar, 1, DType::f64)->wait();
+      }) - alone[k].back());
+    }
+  const RoundSpread sync_short = spread_on_slowest(comm, extra[0]), sync = spread_on_slowest(comm, extra[1]);
+  const double t_short = slowest(comm, round_spread(alone[0]).mean), t_long = slowest(comm, round_spread(alone[1]).mean);
+  h.sync_fraction = t_long > t_short ? std::clamp((sync.mean - sync_short.mean) / (t_long - t_short), 0.0, 1.0) : 0.0;
+  h.sync_us = std::max(0.0, (sync_short.mean - h.sync_fraction * t_short - h.latency_us * 1e-6) * 1e6);
 
   // Overlap: a reduction in flight while compute runs, against each alone. The reduction is a 16 MiB
   // all-reduce in pieces; the compute is as long as it (whole products). Per round, the time both save
-  // over one after the other, over the shorter; the mean of 9 rounds (less the least and the largest) on
+  // over one after the other, over the shorter; the mean of 21 rounds (less the least and the largest) on
   // the rank where it is least.
   const std::size_t count = std::size_t(4) << 20;  // floats
   std::vector<float> buf(count, 0.0f);
   auto reduce = [&] { comm.all_reduce(buf.data(), count, DType::f32)->wait(); };
   from_barrier(reduce);  // warm
-  const double t_unit = slowest(comm, median(alone) / reps);
+  const double t_unit = t_long / reps[1];
   std::vector<double> hidden;
   int products = 0;
-  for (int i = 0; i < 9; ++i) {
+  for (int i = 0; i < 21; ++i) {
     const double m = from_barrier(reduce);
     if (i == 0) products = int(std::max(1.0, std::round(slowest(comm, m) / t_unit)));
     const double c = from_barrier([&] { unit.run(products); });
@@ -151,12 +160,13 @@ std::string measure_comm_terms(MpiCommunicator& comm, const CalibrateOptions& op
   RoundSpread overlap = spread_on_slowest(comm, hidden);
   overlap = RoundSpread{-overlap.mean, -overlap.q3, -overlap.q1};
   h.comm_overlap = std::clamp(overlap.mean, -10.0, 1.0);
-  char line[256];
+  char line[384];
   std::snprintf(line, sizeof line,
-                "sync_us %.0f (quartiles of the rounds %.0f to %.0f us, less the latency), comm_overlap %+.2f "
-                "(quartiles %+.2f to %+.2f)",
-                h.sync_us, (sync.q1 - h.latency_us * 1e-6) * 1e6, (sync.q3 - h.latency_us * 1e-6) * 1e6,
-                h.comm_overlap, overlap.q1, overlap.q3);
+                "sync_us %.0f, sync_fraction %.3f (after %.1f ms of compute %.0f us waited, quartiles of the rounds %.0f "
+                "to %.0f; after %.1f ms %.0f us, quartiles %.0f to %.0f), comm_overlap %+.2f (quartiles %+.2f to %+.2f)",
+                h.sync_us, h.sync_fraction, t_short * 1e3, sync_short.mean * 1e6, sync_short.q1 * 1e6,
+                sync_short.q3 * 1e6, t_long * 1e3, sync.mean * 1e6, sync.q1 * 1e6, sync.q3 * 1e6, h.comm_overlap,
+                overlap.q1, overlap.q3);
   return line;
 }
 

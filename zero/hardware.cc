@@ -159,6 +159,7 @@ nlohmann::json Hardware::to_json() const {
           {"all_gather_gbs", all_gather_gbs},
           {"all_reduce_gbs", all_reduce_gbs},
           {"sync_us", sync_us},
+          {"sync_fraction", sync_fraction},
           {"comm_overlap", comm_overlap},
           {"cast_gbs", cast_gbs},
           {"numa", [&] {
@@ -303,6 +304,7 @@ Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
                             std::pair{"all_reduce_gbs", &h.all_reduce_gbs}, std::pair{"cast_gbs", &h.cast_gbs}})
     if (j.contains(key)) *field = rate(key);
   if (j.contains("sync_us")) h.sync_us = num("sync_us", 0, 1e9);
+  if (j.contains("sync_fraction")) h.sync_fraction = num("sync_fraction", 0, 1);
   if (j.contains("comm_overlap")) h.comm_overlap = num("comm_overlap", -10, 1);
   if (j.contains("numa")) {  // since issue 20; optional
     TZ_CHECK(j["numa"].is_array(), src, ": hardware field 'numa' must be a list of {\"node\": N, \"read_gbs\": R, \"write_gbs\": W}");

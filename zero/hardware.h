@@ -85,8 +85,11 @@ struct Hardware {
   // Measured by calibrate since issue 33 (0: not measured; the model then uses intra_gbs, no sync cost,
   // no overlap and no cast term). Each collective's own bus rate in a node, in the training's pieces:
   double reduce_scatter_gbs = 0, all_gather_gbs = 0, all_reduce_gbs = 0;
-  // What a collective waited on right after compute costs beyond latency_us: the wait for the slowest rank.
+  // The wait for the slowest rank that a collective waited on right after compute costs beyond latency_us:
+  // sync_us each, plus sync_fraction of the compute before it (ranks sharing cores drift apart while they
+  // compute, so the wait grows with the compute; over a step, sync_fraction of all of its compute).
   double sync_us = 0;
+  double sync_fraction = 0;
   // Where compute and collectives share the cores (a CPU node): the fraction of the shorter of the two that
   // runs concurrently when a collective is in flight during compute, as measured (negative: the progress
   // threads' contention costs more than running them one after the other).

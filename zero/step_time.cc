@@ -275,11 +275,14 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
   scalars.exposed = scalars.seconds;
 
   // Every collective the step waits on right after compute waits for the slowest rank: sync_us each (the
-  // reductions, the gathers, the gathers after the step, the scalars).
+  // reductions, the gathers, the gathers after the step, the scalars), and the ranks' drift while they
+  // compute, sync_fraction of the step's compute, however many waits divide it.
   const int waited = W > 1 ? plan.buckets.launches() * (pl.reduce ? reductions : 0) + gathers_micro * accum + regathers + 3 : 0;
-  StepTerm sync{"synchronisation", waited * hw.sync_us * 1e-6, 0, ""};
+  const double drift = W > 1 ? hw.sync_fraction * compute.seconds : 0;
+  StepTerm sync{"synchronisation", waited * hw.sync_us * 1e-6 + drift, 0, ""};
   sync.exposed = sync.seconds;
-  sync.detail = std::to_string(waited) + " collectives waited on, " + ms(hw.sync_us * 1e-6) + " each";
+  sync.detail = std::to_string(waited) + " collectives waited on, " + ms(hw.sync_us * 1e-6) + " each, and " +
+                ms(drift) + " of drift";
 
   p.terms = {compute, comm, host, optim, nvme, scalars, sync};
   for (const StepTerm& t : p.terms) p.step_s += t.exposed;

@@ -215,6 +215,31 @@ TEST(StepTime, EachWaitedCollectiveCostsTheCalibratedSynchronisation) {
   EXPECT_EQ(term(predict_step(p3, h, 2), "synchronisation").seconds, 0.0);
 }
 
+// The ranks' drift costs sync_fraction of the step's compute however many collectives divide it: stage 3
+// (a wait after every sharded group's gathers) and stage 1 (a few) pay the same on top of sync_us each; one
+// rank pays none. The file keeps the fraction, files without it load as 0, and one outside [0, 1] is refused.
+TEST(StepTime, TheRanksDriftCostsTheCalibratedFractionOfTheCompute) {
+  Hardware h = simple();
+  h.sync_us = 100;
+  h.sync_fraction = 0.05;
+  for (int stage : {1, 3}) {
+    const StepPrediction s = predict_step(plan_memory(tiny(stage, 4)), h, 2);
+    const StepTerm& sync = term(s, "synchronisation");
+    const int waited = std::stoi(sync.detail);  // "N collectives waited on, ..."
+    ASSERT_GT(term(s, "compute").seconds, 0.0);
+    EXPECT_NEAR(sync.exposed, waited * 100e-6 + 0.05 * term(s, "compute").seconds, 1e-12) << "stage " << stage;
+  }
+  EXPECT_EQ(term(predict_step(plan_memory(tiny(3, 1)), h, 2), "synchronisation").seconds, 0.0);
+  EXPECT_DOUBLE_EQ(Hardware::from_json(h.to_json(), "x").sync_fraction, 0.05);
+  nlohmann::json old = h.to_json();
+  old.erase("sync_fraction");
+  EXPECT_EQ(Hardware::from_json(old, "x").sync_fraction, 0.0);
+  for (double bad : {-0.1, 1.5}) {
+    old["sync_fraction"] = bad;
+    EXPECT_THROW(Hardware::from_json(old, "x"), Error) << bad;
+  }
+}
+
 // On a CPU node the reductions in flight during backward hide comm_overlap of what a GPU would hide; a
 // negative figure (the progress threads' contention) exposes more than the communication itself.
 TEST(StepTime, OnACpuNodeTheCalibratedOverlapScalesWhatIsHidden) {
