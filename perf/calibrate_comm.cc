@@ -108,8 +108,8 @@ std::string measure_comm_terms(MpiCommunicator& comm, const CalibrateOptions& op
   // difference per second of compute between the two lengths is sync_fraction and what remains at one
   // product sync_us. One length charged every collective the wait after four products (21.8 ms on the
   // fourth held-out set's calibration), though a stage-3 step's gathers wait after one block's compute;
-  // with two, calibrations on a 2-vCPU VM read 0.1-0.5 ms after one product and 0.3-1.7 ms after four:
-  // sync_us 0-180, sync_fraction 0.02-0.14 (perf/README.md).
+  // with two, nine calibrations on a 2-vCPU VM read 0.09-0.68 ms after one product and 0.14-1.85 ms after
+  // four: sync_us 0-233, sync_fraction 0.005-0.139 (perf/README.md).
   ComputeUnit unit(opt);
   // Seconds of f() on this rank, every rank starting it together at a barrier.
   auto from_barrier = [&](auto&& f) {
