@@ -6,7 +6,9 @@
 # DIR=ramloop: an ext4 file system on a loop device over a file in /dev/shm, made here and removed on exit
 # (also on failure): memory speed with the file system's and the block layer's path, no disk noise.
 # usage: perf/scripts/bench_io_vs_fio.sh [build-dir] [rounds] [dir|ramloop] [size]     (fio: apt-get install fio)
-# env: TZ_IO_CONFIGS="1M 8;128K 32" replaces the settings; TZ_IO_CHECKSUMS="on" runs tierzero with checksums on only.
+# env: TZ_IO_CONFIGS="1M 8;128K 32 4M" replaces the settings (block, queue depth, and optionally tierzero's
+#      --buffer, its staging arena per direction: fio moves data through qd x block bytes that stay in cache);
+#      TZ_IO_CHECKSUMS="on" runs tierzero with checksums on only.
 set -euo pipefail
 BUILD=${1:-build}
 ROUNDS=${2:-3}
@@ -63,11 +65,11 @@ fio_run() {  # fio_run write|read BS QD
 }
 for r in $(seq "$ROUNDS"); do
   for c in "${CONFIGS[@]}"; do
-    read -r bs qd <<<"$c"
+    read -r bs qd buf <<<"$c"
     tz="{"
     for cs in "${CHECKSUMS[@]}"; do
       res=$(timed "$BUILD/launch/tierzero" bench io --path "$DIR" --size "$SIZE" --block-size "$bs" --queue-depth "$qd" \
-            --checksums "$cs" --json)
+            --checksums "$cs" ${buf:+--buffer "$buf"} --json)
       read -r proc busy <<<"$(tail -1 <<<"$res")"
       tz+="\"$cs\": $(head -n -1 <<<"$res"), \"${cs}_proc_cpu_s\": $proc, \"${cs}_busy_cpu_s\": $busy, "
     done
@@ -75,7 +77,7 @@ for r in $(seq "$ROUNDS"); do
     read -r fw fwp fwb <<<"$(fio_run write "$bs" "$qd")"
     read -r fr frp frb <<<"$(fio_run read "$bs" "$qd")"
     rm -f "$fiofile"
-    echo "{\"round\": $r, \"bs\": \"$bs\", \"qd\": $qd, \"size\": \"$SIZE\", \"tierzero\": $tz, \"fio_write_gbps\": $fw, \"fio_read_gbps\": $fr, \"fio_write_proc_cpu_s\": $fwp, \"fio_write_busy_cpu_s\": $fwb, \"fio_read_proc_cpu_s\": $frp, \"fio_read_busy_cpu_s\": $frb}" |
+    echo "{\"round\": $r, \"bs\": \"$bs\", \"qd\": $qd, \"buffer\": \"${buf:-256M}\", \"size\": \"$SIZE\", \"tierzero\": $tz, \"fio_write_gbps\": $fw, \"fio_read_gbps\": $fr, \"fio_write_proc_cpu_s\": $fwp, \"fio_write_busy_cpu_s\": $fwb, \"fio_read_proc_cpu_s\": $frp, \"fio_read_busy_cpu_s\": $frb}" |
       tee -a "$out/runs.jsonl"
   done
 done
@@ -85,22 +87,22 @@ runs = [json.loads(l) for l in open(sys.argv[1])]
 gb = runs[0]["tierzero"][next(k for k in ("on", "off") if k in runs[0]["tierzero"])]["size"] / 1e9
 print(f"\nmedians over {max(r['round'] for r in runs)} interleaved rounds, {sys.argv[2]} shard in {sys.argv[3]}, "
       "no fsync (GB/s = 1e9 B/s):")
-print(f"{'bs':>5} {'qd':>3} {'sums':>4} | {'write tz':>8} {'fio':>6} {'ratio':>6} | {'read tz':>8} {'fio':>6} {'ratio':>6} | wrong")
-for bs, qd in dict.fromkeys((r["bs"], r["qd"]) for r in runs):
-    rs = [r for r in runs if r["bs"] == bs and r["qd"] == qd]
+print(f"{'bs':>5} {'qd':>3} {'buffer':>6} {'sums':>4} | {'write tz':>8} {'fio':>6} {'ratio':>6} | {'read tz':>8} {'fio':>6} {'ratio':>6} | wrong")
+for bs, qd, buf in dict.fromkeys((r["bs"], r["qd"], r.get("buffer", "256M")) for r in runs):
+    rs = [r for r in runs if r["bs"] == bs and r["qd"] == qd and r.get("buffer", "256M") == buf]
     med = lambda f: statistics.median(f(r) for r in rs)
     fw, fr = med(lambda r: r["fio_write_gbps"]), med(lambda r: r["fio_read_gbps"])
     for cs in ("on", "off"):
         if cs not in rs[0]["tierzero"]: continue
         tw, tr = med(lambda r: r["tierzero"][cs]["write_gbps"]), med(lambda r: r["tierzero"][cs]["read_gbps"])
         wrong = sum(r["tierzero"][cs]["wrong"] for r in rs)
-        print(f"{bs:>5} {qd:>3} {cs:>4} | {tw:8.3f} {fw:6.3f} {tw/fw:6.3f} | {tr:8.3f} {fr:6.3f} {tr/fr:6.3f} | {wrong}")
+        print(f"{bs:>5} {qd:>3} {buf:>6} {cs:>4} | {tw:8.3f} {fw:6.3f} {tw/fw:6.3f} | {tr:8.3f} {fr:6.3f} {tr/fr:6.3f} | {wrong}")
 print("goal: ratio >= 0.90 for read and write, checksums on")
 print(f"\nCPU seconds per GB moved, medians (process: user+sys by /usr/bin/time, tierzero's set-up included;"
       "\nmachine: busy time of all cores from /proc/stat, the loop device's kernel workers included):")
-print(f"{'bs':>5} {'qd':>3} | {'tz on proc':>10} {'machine':>8} | {'tz off proc':>11} {'machine':>8} | {'fio proc':>8} {'machine':>8}")
-for bs, qd in dict.fromkeys((r["bs"], r["qd"]) for r in runs):
-    rs = [r for r in runs if r["bs"] == bs and r["qd"] == qd]
+print(f"{'bs':>5} {'qd':>3} {'buffer':>6} | {'tz on proc':>10} {'machine':>8} | {'tz off proc':>11} {'machine':>8} | {'fio proc':>8} {'machine':>8}")
+for bs, qd, buf in dict.fromkeys((r["bs"], r["qd"], r.get("buffer", "256M")) for r in runs):
+    rs = [r for r in runs if r["bs"] == bs and r["qd"] == qd and r.get("buffer", "256M") == buf]
     med = lambda f: statistics.median(f(r) for r in rs)
     cells = []
     for cs in ("on", "off"):
@@ -111,5 +113,5 @@ for bs, qd in dict.fromkeys((r["bs"], r["qd"]) for r in runs):
             cells += [float("nan")] * 2
     cells += [med(lambda r: r["fio_write_proc_cpu_s"] + r["fio_read_proc_cpu_s"]) / (2 * gb),
               med(lambda r: r["fio_write_busy_cpu_s"] + r["fio_read_busy_cpu_s"]) / (2 * gb)]
-    print(f"{bs:>5} {qd:>3} | {cells[0]:10.3f} {cells[1]:8.3f} | {cells[2]:11.3f} {cells[3]:8.3f} | {cells[4]:8.3f} {cells[5]:8.3f}")
+    print(f"{bs:>5} {qd:>3} {buf:>6} | {cells[0]:10.3f} {cells[1]:8.3f} | {cells[2]:11.3f} {cells[3]:8.3f} | {cells[4]:8.3f} {cells[5]:8.3f}")
 PY
