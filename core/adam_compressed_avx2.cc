@@ -170,29 +170,24 @@ inline float reduce_max(__m256 x) {
   return _mm_cvtss_f32(m);
 }
 
+// quantize_block's codes for 8 values x of a block with this absmax (zero_code where it is 0).
 template <bool KeepNonzero>
-float quantize(const Search& s, const float* x, std::uint8_t zero, std::uint8_t* codes, __m256 max8) {
-  const float absmax = reduce_max(max8);
-  const __m256 a = _mm256_set1_ps(absmax), zero_ps = _mm256_setzero_ps();
-  const __m256i zero_code = _mm256_set1_epi32(zero);
-  for (std::size_t i = 0; i < kBlock; i += 8) {
-    const __m256 xv = _mm256_load_ps(x + i);
-    __m256i c = zero_code;
-    if (absmax > 0.0f) {
-      __m256 q = _mm256_div_ps(xv, a);
-      q = _mm256_andnot_ps(_mm256_cmp_ps(q, q, _CMP_UNORD_Q), q);  // nearest_code(NaN) is 0's
-      c = search(s, q);
-    }
-    if constexpr (KeepNonzero) {
-      const __m256i fix = _mm256_and_si256(_mm256_cmpeq_epi32(c, zero_code),
-                                           _mm256_castps_si256(_mm256_cmp_ps(xv, zero_ps, _CMP_NEQ_UQ)));
-      const __m256i away = _mm256_blendv_epi8(_mm256_set1_epi32((zero - 1) & 0xff), _mm256_set1_epi32(zero + 1),
-                                              _mm256_castps_si256(_mm256_cmp_ps(xv, zero_ps, _CMP_GT_OQ)));
-      c = _mm256_blendv_epi8(c, away, fix);
-    }
-    store_codes(codes + i, c);
+inline __m256i codes8(const Search& s, __m256 x, __m256 absmax, bool positive, __m256i zero_code, std::uint8_t zero) {
+  const __m256 zero_ps = _mm256_setzero_ps();
+  __m256i c = zero_code;
+  if (positive) {
+    __m256 q = _mm256_div_ps(x, absmax);
+    q = _mm256_andnot_ps(_mm256_cmp_ps(q, q, _CMP_UNORD_Q), q);  // nearest_code(NaN) is 0's
+    c = search(s, q);
   }
-  return absmax;
+  if constexpr (KeepNonzero) {
+    const __m256i fix = _mm256_and_si256(_mm256_cmpeq_epi32(c, zero_code),
+                                         _mm256_castps_si256(_mm256_cmp_ps(x, zero_ps, _CMP_NEQ_UQ)));
+    const __m256i away = _mm256_blendv_epi8(_mm256_set1_epi32((zero - 1) & 0xff), _mm256_set1_epi32(zero + 1),
+                                            _mm256_castps_si256(_mm256_cmp_ps(x, zero_ps, _CMP_GT_OQ)));
+    c = _mm256_blendv_epi8(c, away, fix);
+  }
+  return c;
 }
 
 struct Tables {
@@ -228,8 +223,21 @@ void int8_block(const Tables& t, void* p, const float* g, std::uint8_t* mc, floa
     mmax = _mm256_max_ps(abs_ps(mv), mmax);
     vmax = _mm256_max_ps(abs_ps(vv), vmax);
   }
-  *m_abs = quantize<false>(t.s, m, t.szero, mc, mmax);
-  *v_abs = quantize<true>(t.u, v, t.uzero, vc, vmax);
+  // quantize_block for both moments in one loop, two vectors of each an iteration: four independent
+  // chains of the search's 8 dependent steps (see the AVX-512 path).
+  const float m_max = reduce_max(mmax), v_max = reduce_max(vmax);
+  const bool m_pos = m_max > 0.0f, v_pos = v_max > 0.0f;
+  const __m256 ma2 = _mm256_set1_ps(m_max), va2 = _mm256_set1_ps(v_max);
+  const __m256i mz = _mm256_set1_epi32(t.szero), vz = _mm256_set1_epi32(t.uzero);
+  for (std::size_t i = 0; i < kBlock; i += 16) {
+    const __m256i c0 = codes8<false>(t.s, _mm256_load_ps(m + i), ma2, m_pos, mz, t.szero);
+    const __m256i c1 = codes8<false>(t.s, _mm256_load_ps(m + i + 8), ma2, m_pos, mz, t.szero);
+    const __m256i c2 = codes8<true>(t.u, _mm256_load_ps(v + i), va2, v_pos, vz, t.uzero);
+    const __m256i c3 = codes8<true>(t.u, _mm256_load_ps(v + i + 8), va2, v_pos, vz, t.uzero);
+    store_codes(mc + i, c0), store_codes(mc + i + 8, c1), store_codes(vc + i, c2), store_codes(vc + i + 8, c3);
+  }
+  *m_abs = m_max;
+  *v_abs = v_max;
 }
 
 // A short last block padded with zeros (codes of 0, gradients 0: moments that stay 0 and leave the

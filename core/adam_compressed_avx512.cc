@@ -153,30 +153,27 @@ inline __m512i search(const Search& s, __m512 q) {
   return c;
 }
 
-// quantize_block on 256 values (a short block padded with zeros, which leave the absmax alone): writes
-// all 256 codes. Returns the absmax.
+// quantize_block's codes for 16 values x of a block with this absmax (zero_code where it is 0).
 template <bool KeepNonzero>
-float quantize(const Search& s, const float* x, std::uint8_t zero, std::uint8_t* codes, __m512 max16) {
-  const float absmax = _mm512_reduce_max_ps(max16);
-  const __m512 a = _mm512_set1_ps(absmax), zero_ps = _mm512_setzero_ps();
-  const __m512i zero_code = _mm512_set1_epi32(zero);
-  for (std::size_t i = 0; i < kBlock; i += 16) {
-    const __m512 xv = _mm512_load_ps(x + i);
-    __m512i c = zero_code;
-    if (absmax > 0.0f) {
-      __m512 q = _mm512_div_ps(xv, a);
-      q = _mm512_mask_mov_ps(q, _mm512_cmp_ps_mask(q, q, _CMP_UNORD_Q), zero_ps);  // nearest_code(NaN) is 0's
-      c = search(s, q);
-    }
-    if constexpr (KeepNonzero) {
-      const __mmask16 fix = _mm512_mask_cmp_ps_mask(_mm512_cmpeq_epi32_mask(c, zero_code), xv, zero_ps, _CMP_NEQ_UQ);
-      const __m512i away = _mm512_mask_mov_epi32(_mm512_set1_epi32((zero - 1) & 0xff),
-                                                 _mm512_cmp_ps_mask(xv, zero_ps, _CMP_GT_OQ), _mm512_set1_epi32(zero + 1));
-      c = _mm512_mask_mov_epi32(c, fix, away);
-    }
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(codes + i), _mm512_cvtepi32_epi8(c));
+inline __m512i codes16(const Search& s, __m512 x, __m512 absmax, bool positive, __m512i zero_code, std::uint8_t zero) {
+  const __m512 zero_ps = _mm512_setzero_ps();
+  __m512i c = zero_code;
+  if (positive) {
+    __m512 q = _mm512_div_ps(x, absmax);
+    q = _mm512_mask_mov_ps(q, _mm512_cmp_ps_mask(q, q, _CMP_UNORD_Q), zero_ps);  // nearest_code(NaN) is 0's
+    c = search(s, q);
   }
-  return absmax;
+  if constexpr (KeepNonzero) {
+    const __mmask16 fix = _mm512_mask_cmp_ps_mask(_mm512_cmpeq_epi32_mask(c, zero_code), x, zero_ps, _CMP_NEQ_UQ);
+    const __m512i away = _mm512_mask_mov_epi32(_mm512_set1_epi32((zero - 1) & 0xff),
+                                               _mm512_cmp_ps_mask(x, zero_ps, _CMP_GT_OQ), _mm512_set1_epi32(zero + 1));
+    c = _mm512_mask_mov_epi32(c, fix, away);
+  }
+  return c;
+}
+
+inline void store_codes(std::uint8_t* out, __m512i c) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(c));
 }
 
 struct Tables {
@@ -212,8 +209,22 @@ void int8_block(const Tables& t, void* p, const float* g, std::uint8_t* mc, floa
     mmax = _mm512_max_ps(_mm512_abs_ps(mv), mmax);
     vmax = _mm512_max_ps(_mm512_abs_ps(vv), vmax);
   }
-  *m_abs = quantize<false>(t.s, m, t.szero, mc, mmax);
-  *v_abs = quantize<true>(t.u, v, t.uzero, vc, vmax);
+  // quantize_block for both moments in one loop, two vectors of each an iteration: the search is a chain
+  // of 8 dependent permute-compare-add steps, and four independent chains keep the core busy where one or
+  // two left it waiting on their latency.
+  const float m_max = _mm512_reduce_max_ps(mmax), v_max = _mm512_reduce_max_ps(vmax);
+  const bool m_pos = m_max > 0.0f, v_pos = v_max > 0.0f;
+  const __m512 ma2 = _mm512_set1_ps(m_max), va2 = _mm512_set1_ps(v_max);
+  const __m512i mz = _mm512_set1_epi32(t.szero), vz = _mm512_set1_epi32(t.uzero);
+  for (std::size_t i = 0; i < kBlock; i += 32) {
+    const __m512i c0 = codes16<false>(t.s, _mm512_load_ps(m + i), ma2, m_pos, mz, t.szero);
+    const __m512i c1 = codes16<false>(t.s, _mm512_load_ps(m + i + 16), ma2, m_pos, mz, t.szero);
+    const __m512i c2 = codes16<true>(t.u, _mm512_load_ps(v + i), va2, v_pos, vz, t.uzero);
+    const __m512i c3 = codes16<true>(t.u, _mm512_load_ps(v + i + 16), va2, v_pos, vz, t.uzero);
+    store_codes(mc + i, c0), store_codes(mc + i + 16, c1), store_codes(vc + i, c2), store_codes(vc + i + 16, c3);
+  }
+  *m_abs = m_max;
+  *v_abs = v_max;
 }
 
 // A short last block through the whole-block code: copied into zero padding (codes of 0, gradients 0:
