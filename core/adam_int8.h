@@ -1,4 +1,4 @@
-// AdamW on compressed states, one quantization block at a time (scalar: the definition the vector
+// AdamW on compressed states (int8 or bf16 moments), one quantization block at a time (scalar: the definition the vector
 // paths and tests/core/adam_int8_reference.py match): the block's moments are dequantized, each element
 // updated in fp32 exactly as math::adamw_update does, and the moments quantized again with the block's
 // new absmax (core/blockwise_quant.h; m on the signed map, v on the unsigned one, a nonzero v never
@@ -32,5 +32,16 @@ struct SrKey {
   std::uint64_t seed, step, element;
 };
 void adamw_int8_block_bf16(const math::AdamCoeffs& c, bf16* p, const float* g, std::size_t n, Int8Moments s, SrKey key);
+
+// bf16 moments, the other compressed format: each element's m and v read as floats, updated as above (a
+// non-finite gradient element leaves p, m and v as they were, bits included), and written back rounded to
+// nearest even (float_to_bf16). No block structure: n is any count.
+struct Bf16Moments {
+  bf16* m;
+  bf16* v;
+};
+void adamw_bf16m_block(const math::AdamCoeffs& c, float* p, const float* g, std::size_t n, Bf16Moments s);
+void adamw_bf16m_block_bf16(const math::AdamCoeffs& c, bf16* p, const float* g, std::size_t n, Bf16Moments s,
+                            SrKey key);
 
 }  // namespace tz

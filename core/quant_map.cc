@@ -1,8 +1,10 @@
-// The dynamic maps, and the nearest code by binary search.
+// The dynamic maps, the nearest code by binary search, and its thresholds for vector code.
 #include "core/quant_map.h"
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <vector>
 
 namespace tz {
@@ -31,7 +33,42 @@ QuantMap build(bool is_signed) {
   return map;
 }
 
+// A float's position in the order of the floats (-0 just below +0): consecutive floats, consecutive keys.
+std::int64_t order_key(float x) {
+  std::uint32_t u;
+  std::memcpy(&u, &x, 4);
+  return (u & 0x80000000u) ? -std::int64_t(u & 0x7fffffffu) - 1 : std::int64_t(u);
+}
+
+float from_order_key(std::int64_t k) {
+  const std::uint32_t u = k < 0 ? std::uint32_t(-(k + 1)) | 0x80000000u : std::uint32_t(k);
+  float x;
+  std::memcpy(&x, &u, 4);
+  return x;
+}
+
+QuantThresholds thresholds(const QuantMap& map) {
+  QuantThresholds t{};
+  t[0] = -std::numeric_limits<float>::infinity();
+  for (std::size_t k = 1; k < t.size(); ++k) {
+    // nearest_code(map[k - 1]) = k - 1 and nearest_code(map[k]) = k: the first float between them that
+    // gives k or more.
+    std::int64_t lo = order_key(map[k - 1]), hi = order_key(map[k]);
+    while (hi - lo > 1) {
+      const std::int64_t mid = lo + (hi - lo) / 2;
+      (nearest_code(map, from_order_key(mid)) >= k ? hi : lo) = mid;
+    }
+    t[k] = from_order_key(hi);
+  }
+  return t;
+}
+
 }  // namespace
+
+const QuantThresholds& code_thresholds(bool is_signed) {
+  static const QuantThresholds s = thresholds(dynamic_map(true)), u = thresholds(dynamic_map(false));
+  return is_signed ? s : u;
+}
 
 const QuantMap& dynamic_map(bool is_signed) {
   static const QuantMap s = build(true), u = build(false);

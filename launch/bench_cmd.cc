@@ -1,5 +1,6 @@
 // `tierzero bench <name>`: benchmarks; each prints a table, or one JSON object with --json.
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
@@ -11,6 +12,7 @@
 #include "model/checkpoint_tree.h"
 #include "model/file_io.h"
 #include "model/output_set.h"
+#include "core/cpu_adam.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
 #include "launch/bench_gpu_cmd.h"
@@ -211,6 +213,7 @@ struct AdamFlags {
   AdamBenchOptions o;
   ModelFlags mf{o.model_name};
   std::string sub_group = "1e9", working = "fp32,bf16";
+  std::string states = "fp32", master = "fp32", isa;
   bool json = false;
 };
 
@@ -223,7 +226,10 @@ po::options_description bench_adam_options(AdamFlags& f) {
       "fraction of the limit: the same calls with the CPU Adam's memory pass (the same loads, stores and\n"
       "working write, no arithmetic), run back to back with each step; the fraction is the median of the\n"
       "per-repetition ratios. #wrong counts sampled elements that differ in any bit from the scalar\n"
-      "reference (the run fails if any does). TZ_CPU_ADAM_ISA picks the vector path.\n\nflags");
+      "reference (the run fails if any does). TZ_CPU_ADAM_ISA or --isa picks the vector path.\n"
+      "With --optimizer-states or --master-weights other than fp32 (issue 36), the chosen formats run beside\n"
+      "the fp32 step (with its bf16 working write), interleaved: ms per step, ns and bytes per parameter, the\n"
+      "speed-up over fp32 (median of the per-repetition ratios), and #wrong against the scalar definition.\n\nflags");
   add_model_flags(desc, f.mf);
   desc.add_options()
       ("help,h", "print this help")
@@ -235,6 +241,10 @@ po::options_description bench_adam_options(AdamFlags& f) {
        "timed repetitions of each pass (median reported)")
       ("warmup-reps", po::value(&f.o.warmup_reps)->default_value(f.o.warmup_reps),
        "untimed repetitions first")
+      ("optimizer-states", po::value(&f.states)->default_value(f.states),
+       "Adam's moments: fp32, bf16 or int8 (blockwise; tensors under 4096 elements keep fp32)")
+      ("master-weights", po::value(&f.master)->default_value(f.master), "the master: fp32 or bf16-sr")
+      ("isa", po::value(&f.isa), "avx512, avx2 or scalar: the CPU Adam's path (as TZ_CPU_ADAM_ISA)")
       ("json", po::bool_switch(&f.json), "print one JSON object instead of the table");
   return desc;
 }
@@ -251,6 +261,15 @@ int bench_adam(const std::vector<std::string>& args) {
   o.model_name = resolve_model_name(mf);
   o.model = resolve_model(mf);
   o.sub_group_size = parse_count("sub-group-size", sub_group);
+  o.states = parse_moment_format(f.states, "--optimizer-states");
+  o.master = parse_master_format(f.master, "--master-weights");
+  if (!f.isa.empty()) {
+    // The CPU Adam reads its path once, from TZ_CPU_ADAM_ISA: --isa is that variable for this process,
+    // checked here (a path this CPU lacks is refused naming the flag) and set before any Adam runs.
+    select_cpu_adam_isa(f.isa.c_str(), "--isa");
+    TZ_SYS_CHECK(setenv("TZ_CPU_ADAM_ISA", f.isa.c_str(), 1), "setenv TZ_CPU_ADAM_ISA");
+    TZ_CHECK(cpu_adam_isa() == f.isa, "--isa ", f.isa, ": the CPU Adam's path was chosen before the flag was read");
+  }
   o.working.clear();
   std::stringstream list(working);
   for (std::string d; std::getline(list, d, ',');) {

@@ -121,6 +121,7 @@ long long count_wrong(const std::vector<Sample>& before, DType working, const Ad
 
 nlohmann::json run_adam_bench(const AdamBenchOptions& opt, bool quiet) {
   TZ_CHECK(opt.reps >= 1 && opt.warmup_reps >= 0, "--reps must be at least 1 and --warmup-reps at least 0");
+  if (opt.states != MomentFormat::fp32 || opt.master != MasterFormat::fp32) return run_adam_compressed_bench(opt, quiet);
   const ParamLayout layout = ParamLayout::build(opt.model);
   const std::size_t chunk = optimizer_chunk_elems(opt.sub_group_size, std::size_t(1) << 20);
   auto dev = make_cpu_device();

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/adam_compressed.h"
 #include "core/dtype.h"
 #include "model/model_config.h"
 
@@ -21,6 +22,10 @@ struct AdamBenchOptions {
   std::size_t sub_group_size = 1'000'000'000;              // offload_optimizer's sub_group_size
   int warmup_reps = 2;
   int reps = 7;  // timed repetitions of every pass, interleaved; medians are reported
+  // Compressed states (issue 36): anything but fp32/fp32 runs that format beside the fp32 step instead of
+  // the limit pass (run_adam_bench then prints the comparison's table, not today's).
+  MomentFormat states = MomentFormat::fp32;
+  MasterFormat master = MasterFormat::fp32;
 };
 
 // Bytes each parameter moves in one step: reads p, g, m, v (16 B) and writes p, m, v (12 B), plus the
@@ -30,5 +35,12 @@ inline constexpr double kAdamBytesPerParam = 28.0;
 // Runs the benchmark and returns its results as one JSON object ("wrong" > 0 in any row: a bit
 // differs from the scalar reference); prints a table to stdout unless quiet.
 nlohmann::json run_adam_bench(const AdamBenchOptions& opt, bool quiet);
+
+// The compressed-state comparison (perf/adam_compressed_bench.cc): per repetition the fp32 step (fp32
+// master and moments, the bf16 working write, as bf16 training runs today) and then adamw_compressed in
+// the chosen formats over every tensor of the model (tensors under kCompressedMinElements with fp32
+// moments); medians, bytes moved per parameter, time per parameter, the ratio to fp32, and "wrong": the
+// elements of each tensor's first and last blocks whose bits differ from the scalar definition's.
+nlohmann::json run_adam_compressed_bench(const AdamBenchOptions& opt, bool quiet);
 
 }  // namespace tz

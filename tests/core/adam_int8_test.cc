@@ -73,44 +73,79 @@ std::vector<float> gradient(std::mt19937& rng, std::size_t n, int t) {
   return g;
 }
 
+// Skips unless the numpy reference can run; otherwise runs it on `in` and returns its output.
+bool reference_available(std::string* why) {
+  if (!std::getenv("TZ_SOURCE_DIR")) {
+    *why = "TZ_SOURCE_DIR is not set (ctest sets it): the reference script cannot be found";
+    return false;
+  }
+  if (std::system("/usr/bin/python3 -c 'import numpy' 2>/dev/null") != 0) {
+    *why = "/usr/bin/python3 with numpy is missing (scripts/install-deps.sh installs python3-torch, which brings it)";
+    return false;
+  }
+  return true;
+}
+
+nlohmann::json run_reference(const nlohmann::json& in) {
+  char dir[] = "/tmp/adam_int8_test.XXXXXX";
+  if (!mkdtemp(dir)) return nullptr;
+  const std::string in_path = std::string(dir) + "/in.json", out_path = std::string(dir) + "/out.json";
+  std::ofstream(in_path) << in.dump();
+  const std::string cmd = std::string("/usr/bin/python3 ") + std::getenv("TZ_SOURCE_DIR") +
+                          "/tests/core/adam_int8_reference.py " + in_path + " " + out_path;
+  nlohmann::json ref;
+  if (std::system(cmd.c_str()) == 0) ref = nlohmann::json::parse(std::ifstream(out_path));
+  std::remove(in_path.c_str()), std::remove(out_path.c_str()), rmdir(dir);
+  return ref;
+}
+
+// The reference's input: n, the master's format, the seed, the starting parameters; steps are appended.
+nlohmann::json reference_input(const std::vector<float>& p0, bool bf16_master, const char* moments) {
+  nlohmann::json in = {{"n", p0.size()}, {"master", bf16_master ? "bf16-sr" : "fp32"}, {"seed", 77},
+                       {"moments", moments}, {"steps", nlohmann::json::array()}};
+  for (float x : p0) in["p"].push_back(bits(x));
+  return in;
+}
+
+void add_step(nlohmann::json& in, int t, const math::AdamCoeffs& c, const std::vector<float>& g) {
+  nlohmann::json st = {{"step", t}};
+  for (float x : {c.lr, c.beta1, c.beta2, c.eps, c.weight_decay, c.grad_scale, c.step_size, c.inv_bias2_sqrt})
+    st["coeffs"].push_back(bits(x));
+  for (float x : g) st["g"].push_back(bits(x));
+  in["steps"].push_back(st);
+}
+
+// n random starting parameters (exact bf16 values for a bf16 master).
+std::vector<float> start(std::mt19937& rng, std::size_t n, bool bf16_master) {
+  std::normal_distribution<float> nd(0.0f, 0.02f);
+  std::vector<float> p0(n);
+  for (float& x : p0) x = nd(rng);
+  if (bf16_master)
+    for (float& x : p0) x = bf16_to_float(float_to_bf16(x));  // the master starts as bf16
+  return p0;
+}
+
 class Int8AdamReference : public ::testing::TestWithParam<bool> {};
 
 // Five steps on 845 random elements: every code and absmax equal to the reference's, every parameter
 // within one ulp of it (fp32 master) or equal (bf16 master, stochastic rounding included).
 TEST_P(Int8AdamReference, FiveStepsGiveTheReferencesCodesAndParameters) {
   const bool bf16_master = GetParam();
-  const char* src = std::getenv("TZ_SOURCE_DIR");
-  if (!src) GTEST_SKIP() << "TZ_SOURCE_DIR is not set (ctest sets it): the reference script cannot be found";
-  if (std::system("/usr/bin/python3 -c 'import numpy' 2>/dev/null") != 0)
-    GTEST_SKIP() << "/usr/bin/python3 with numpy is missing (scripts/install-deps.sh installs python3-torch, which brings it)";
+  std::string why;
+  if (!reference_available(&why)) GTEST_SKIP() << why;
   const std::size_t n = 3 * kQuantBlock + 77;
   std::mt19937 rng(1234);
-  std::normal_distribution<float> nd(0.0f, 0.02f);
-  std::vector<float> p0(n);
-  for (float& x : p0) x = nd(rng);
-  if (bf16_master)
-    for (float& x : p0) x = bf16_to_float(float_to_bf16(x));  // the master starts as bf16
+  const std::vector<float> p0 = start(rng, n, bf16_master);
   States s(p0);
-  nlohmann::json in = {{"n", n}, {"master", bf16_master ? "bf16-sr" : "fp32"}, {"seed", 77}, {"steps", nlohmann::json::array()}};
-  for (float x : p0) in["p"].push_back(bits(x));
+  nlohmann::json in = reference_input(p0, bf16_master, "int8");
   for (int t = 1; t <= 5; ++t) {
     const math::AdamCoeffs c = coeffs(t);
     const std::vector<float> g = gradient(rng, n, t);
     s.step(c, g, bf16_master, 77, t);
-    nlohmann::json st = {{"step", t}};
-    for (float x : {c.lr, c.beta1, c.beta2, c.eps, c.weight_decay, c.grad_scale, c.step_size, c.inv_bias2_sqrt})
-      st["coeffs"].push_back(bits(x));
-    for (float x : g) st["g"].push_back(bits(x));
-    in["steps"].push_back(st);
+    add_step(in, t, c, g);
   }
-  char dir[] = "/tmp/adam_int8_test.XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string in_path = std::string(dir) + "/in.json", out_path = std::string(dir) + "/out.json";
-  std::ofstream(in_path) << in.dump();
-  const std::string cmd = std::string("/usr/bin/python3 ") + src + "/tests/core/adam_int8_reference.py " + in_path + " " + out_path;
-  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
-  const nlohmann::json ref = nlohmann::json::parse(std::ifstream(out_path));
-  std::remove(in_path.c_str()), std::remove(out_path.c_str()), rmdir(dir);
+  const nlohmann::json ref = run_reference(in);
+  ASSERT_FALSE(ref.is_null()) << "the reference script failed";
   int exact = 0;
   for (std::size_t i = 0; i < n; ++i) {
     EXPECT_EQ(s.m[i], ref["m"][i].get<int>()) << "m code " << i;
@@ -129,6 +164,50 @@ TEST_P(Int8AdamReference, FiveStepsGiveTheReferencesCodesAndParameters) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Masters, Int8AdamReference, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "Bf16StochasticMaster" : "Fp32Master"; });
+
+class Bf16MomentAdamReference : public ::testing::TestWithParam<bool> {};
+
+// bf16 moments (adamw_bf16m_block*): five steps on the same 845 elements and gradients (an all-zero
+// stretch, NaN/inf elements, six decades of sizes): every m and v bit and every parameter bit equal to
+// the reference's, both masters.
+TEST_P(Bf16MomentAdamReference, FiveStepsGiveTheReferencesBits) {
+  const bool bf16_master = GetParam();
+  std::string why;
+  if (!reference_available(&why)) GTEST_SKIP() << why;
+  const std::size_t n = 3 * kQuantBlock + 77;
+  std::mt19937 rng(4321);
+  const std::vector<float> p0 = start(rng, n, bf16_master);
+  std::vector<float> p = p0;
+  std::vector<bf16> pb, m(n, bf16{0}), v(n, bf16{0});
+  for (float x : p0) pb.push_back(float_to_bf16(x));
+  nlohmann::json in = reference_input(p0, bf16_master, "bf16");
+  for (int t = 1; t <= 5; ++t) {
+    const math::AdamCoeffs c = coeffs(t);
+    const std::vector<float> g = gradient(rng, n, t);
+    // In two calls, split inside a block: the bf16 format has no blocks, and the key is the element's.
+    for (std::size_t at : {std::size_t(0), std::size_t(300)}) {
+      const std::size_t len = at == 0 ? 300 : n - 300;
+      if (bf16_master)
+        adamw_bf16m_block_bf16(c, pb.data() + at, g.data() + at, len, Bf16Moments{m.data() + at, v.data() + at},
+                               SrKey{77, std::uint64_t(t), at});
+      else
+        adamw_bf16m_block(c, p.data() + at, g.data() + at, len, Bf16Moments{m.data() + at, v.data() + at});
+    }
+    add_step(in, t, c, g);
+  }
+  const nlohmann::json ref = run_reference(in);
+  ASSERT_FALSE(ref.is_null()) << "the reference script failed";
+  for (std::size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(m[i].bits, ref["m"][i].get<int>()) << "m " << i;
+    EXPECT_EQ(v[i].bits, ref["v"][i].get<int>()) << "v " << i;
+    EXPECT_EQ(bits(bf16_master ? bf16_to_float(pb[i]) : p[i]), ref["p"][i].get<std::uint32_t>()) << "parameter " << i;
+  }
+  EXPECT_EQ(m[kQuantBlock + 3].bits, 0);  // the all-zero stretch kept zero moments
+  EXPECT_NE(m[3].bits, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Masters, Bf16MomentAdamReference, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "Bf16StochasticMaster" : "Fp32Master"; });
 
 TEST(Int8Adam, ANonFiniteGradientLeavesItsParameterAsItWas) {

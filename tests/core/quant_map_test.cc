@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <random>
+#include <vector>
 
 namespace tz {
 namespace {
@@ -212,6 +214,48 @@ TEST(QuantMap, TheNearestCodeIsTheClosestValueAndATieGoesToTheSmallerMagnitude) 
   EXPECT_EQ(nearest_code(m, 2.0f), 255);
   EXPECT_EQ(m[nearest_code(m, std::numeric_limits<float>::quiet_NaN())], 0.0f);
   EXPECT_EQ(dynamic_map(false)[nearest_code(dynamic_map(false), 0.0f)], 0.0f);
+}
+
+// The largest k with t[k] <= x, by the search the vector kernels make.
+int code_by_thresholds(const QuantThresholds& t, float x) {
+  int k = 0;
+  for (int s = 128; s >= 1; s /= 2)
+    if (t[std::size_t(k + s)] <= x) k += s;
+  return k;
+}
+
+float next_float(float x, int ulps) {
+  for (; ulps > 0; --ulps) x = std::nextafter(x, 2.0f);
+  for (; ulps < 0; ++ulps) x = std::nextafter(x, -2.0f);
+  return x;
+}
+
+// Every float within 300 ulp of each threshold and of each map value, +-0, and 2 million random values
+// in [-1, 1]: the count of thresholds at or below x is nearest_code(x).
+TEST(QuantMap, TheThresholdsGiveTheNearestCodeOfEveryValue) {
+  for (bool s : {true, false}) {
+    const QuantMap& m = dynamic_map(s);
+    const QuantThresholds& t = code_thresholds(s);
+    std::vector<float> xs = {0.0f, -0.0f, 1.0f, -1.0f};
+    for (int k = 1; k < 256; ++k) {
+      EXPECT_GT(t[std::size_t(k)], m[std::size_t(k - 1)]);
+      EXPECT_LE(t[std::size_t(k)], m[std::size_t(k)]);
+      for (int d = -300; d <= 300; ++d) xs.push_back(next_float(t[std::size_t(k)], d));
+    }
+    for (float v : m)
+      for (int d = -300; d <= 300; ++d) xs.push_back(next_float(v, d));
+    std::mt19937 rng(s ? 11 : 12);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (int i = 0; i < 2'000'000; ++i) xs.push_back(u(rng));
+    long long wrong = 0;
+    for (float x : xs) {
+      if (x < -1.0f || x > 1.0f) continue;  // a moment over its absmax lies in [-1, 1]
+      const bool ok = code_by_thresholds(t, x) == nearest_code(m, x);
+      wrong += !ok;
+      if (!ok && wrong < 10) ADD_FAILURE() << (s ? "signed" : "unsigned") << " x " << x;
+    }
+    EXPECT_EQ(wrong, 0) << "of " << xs.size();
+  }
 }
 
 }  // namespace

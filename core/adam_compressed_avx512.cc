@@ -1,0 +1,324 @@
+// The compressed-state AdamW's AVX-512 path (avx512f/bw/vl/dq, as cpu_adam_avx512.cc): int8 moments a
+// block of 256 at a time in one pass (dequantize by gather, update in fp32, the block's absmax, quantize by
+// a branch-free search of the code thresholds), bf16 moments 16 elements a vector; fp32 or bf16-sr master.
+// Every operation is the scalar definition's (core/adam_int8.cc) in its order: no FMA (-ffp-contract=off),
+// IEEE division and square root, and the stochastic rounding's 64-bit counter hash lane by lane.
+#include <immintrin.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "core/adam_compressed_kernels.h"
+
+namespace tz::adam_compressed_detail {
+namespace {
+
+constexpr std::size_t kBlock = 256;
+
+struct Vec {
+  __m512 grad_scale, beta1, one_minus_beta1, beta2, one_minus_beta2, inv_bias2_sqrt, eps, step_size, decay;
+};
+
+Vec broadcast(const Consts& k) {
+  return {_mm512_set1_ps(k.c.grad_scale),     _mm512_set1_ps(k.c.beta1), _mm512_set1_ps(k.one_minus_beta1),
+          _mm512_set1_ps(k.c.beta2),          _mm512_set1_ps(k.one_minus_beta2),
+          _mm512_set1_ps(k.c.inv_bias2_sqrt), _mm512_set1_ps(k.c.eps),   _mm512_set1_ps(k.c.step_size),
+          _mm512_set1_ps(k.decay)};
+}
+
+// math::adamw_update, operation for operation (as cpu_adam_avx512.cc's).
+inline void update(const Vec& k, __m512& p, __m512& m, __m512& v, __m512 g) {
+  g = _mm512_mul_ps(g, k.grad_scale);
+  m = _mm512_add_ps(_mm512_mul_ps(k.beta1, m), _mm512_mul_ps(k.one_minus_beta1, g));
+  v = _mm512_add_ps(_mm512_mul_ps(k.beta2, v), _mm512_mul_ps(_mm512_mul_ps(k.one_minus_beta2, g), g));
+  const __m512 denom = _mm512_add_ps(_mm512_mul_ps(_mm512_sqrt_ps(v), k.inv_bias2_sqrt), k.eps);
+  p = _mm512_sub_ps(_mm512_mul_ps(p, k.decay), _mm512_mul_ps(k.step_size, _mm512_div_ps(m, denom)));
+}
+
+// std::isfinite(g): |g| < inf is false for NaN and inf.
+inline __mmask16 finite(__m512 g) {
+  return _mm512_cmp_ps_mask(_mm512_abs_ps(g), _mm512_set1_ps(__builtin_inff()), _CMP_LT_OQ);
+}
+
+// float_to_bf16 in 32-bit lanes whose top half is the result (as cpu_adam_avx512.cc's).
+inline __m512i bf16_in_top_half(__m512 x) {
+  const __m512i u = _mm512_castps_si512(x);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  const __m512i rounded = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
+  const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  return _mm512_mask_or_epi32(rounded, nan, u, _mm512_set1_epi32(0x00400000));
+}
+
+inline __m512 bf16_to_float(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
+inline __m256i top_halves(__m512i x) { return _mm512_cvtepi32_epi16(_mm512_srli_epi32(x, 16)); }
+
+// counter_bits for the 8 elements e (64-bit lanes): the SplitMix64 finalizer, its high half in each lane.
+inline __m512i counter_bits8(std::uint64_t base, __m512i e) {
+  __m512i z = _mm512_mullo_epi64(_mm512_add_epi64(e, _mm512_set1_epi64(std::int64_t(kSrElementAdd))),
+                                 _mm512_set1_epi64(std::int64_t(kSrElementMul)));
+  z = _mm512_xor_si512(z, _mm512_set1_epi64(std::int64_t(base)));
+  z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)), _mm512_set1_epi64(std::int64_t(kSrMix1)));
+  z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)), _mm512_set1_epi64(std::int64_t(kSrMix2)));
+  return _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
+}
+
+// The random bits of elements e, e + 1, ..., e + 15, one per 32-bit lane.
+inline __m512i counter_bits16(std::uint64_t base, std::uint64_t e) {
+  const __m512i lanes = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512i a = counter_bits8(base, _mm512_add_epi64(_mm512_set1_epi64(std::int64_t(e)), lanes));
+  const __m512i b = counter_bits8(base, _mm512_add_epi64(_mm512_set1_epi64(std::int64_t(e + 8)), lanes));
+  const __m512i high_dwords = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
+  return _mm512_permutex2var_epi32(a, high_dwords, b);
+}
+
+// float_to_bf16_sr(x, random), 16 lanes, the result in each lane's top half.
+inline __m512i bf16_sr_in_top_half(__m512 x, __m512i random) {
+  const __m512i u = _mm512_castps_si512(x), exp = _mm512_set1_epi32(0x7f800000);
+  const __m512i r = _mm512_add_epi32(u, _mm512_and_si512(random, _mm512_set1_epi32(0xffff)));
+  const __mmask16 special = _mm512_cmpeq_epi32_mask(_mm512_and_si512(u, exp), exp);
+  const __mmask16 overflow = _mm512_cmpeq_epi32_mask(_mm512_and_si512(r, exp), exp);
+  const __m512i sr = _mm512_mask_mov_epi32(r, overflow, u);
+  return _mm512_mask_mov_epi32(sr, special, bf16_in_top_half(x));
+}
+
+// The master's 16 elements at p + i as floats, and the store of the updated ones where `keep` is set.
+template <Master M>
+inline __m512 load_p(const void* p, std::size_t i) {
+  if constexpr (M == Master::fp32)
+    return _mm512_loadu_ps(static_cast<const float*>(p) + i);
+  else
+    return bf16_to_float(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(static_cast<const std::uint16_t*>(p) + i)));
+}
+
+template <Master M>
+inline void store_p(void* p, std::size_t i, __mmask16 keep, __m512 x, std::uint64_t base, std::uint64_t element) {
+  if constexpr (M == Master::fp32)
+    _mm512_mask_storeu_ps(static_cast<float*>(p) + i, keep, x);
+  else
+    _mm256_mask_storeu_epi16(static_cast<std::uint16_t*>(p) + i, keep,
+                             top_halves(bf16_sr_in_top_half(x, counter_bits16(base, element + i))));
+}
+
+// The thresholds of one map arranged for the 8 steps of the search: at the step of size s the candidate
+// of a lane whose code so far is c (a multiple of 2s) is t[c + s], one of 256 / 2s values, looked up by
+// c / 2s with in-register permutes (one table of 16 for s >= 8, two for s = 4, four for 2, eight for 1).
+struct Search {
+  __m512 t128, t64, t32, t16, t8, t4[2], t2[4], t1[8];
+};
+
+Search arrange(const float* t) {
+  float tab[256];
+  Search s;
+  auto table = [&](int step, int j0) {
+    for (int j = 0; j < 16; ++j) {
+      const int at = step + 2 * step * (j0 + j);
+      tab[j] = at < 256 ? t[at] : 0.0f;
+    }
+    return _mm512_loadu_ps(tab);
+  };
+  s.t128 = _mm512_set1_ps(t[128]);
+  s.t64 = table(64, 0), s.t32 = table(32, 0), s.t16 = table(16, 0), s.t8 = table(8, 0);
+  for (int h = 0; h < 2; ++h) s.t4[h] = table(4, 16 * h);
+  for (int h = 0; h < 4; ++h) s.t2[h] = table(2, 16 * h);
+  for (int h = 0; h < 8; ++h) s.t1[h] = table(1, 16 * h);
+  return s;
+}
+
+// The largest code c with t[c] <= q, for q not NaN.
+inline __m512i search(const Search& s, __m512 q) {
+  __m512i c = _mm512_setzero_si512();
+  const auto step = [&](__m512 candidate, int size) {
+    c = _mm512_mask_add_epi32(c, _mm512_cmp_ps_mask(candidate, q, _CMP_LE_OQ), c, _mm512_set1_epi32(size));
+  };
+  step(s.t128, 128);
+  step(_mm512_permutexvar_ps(_mm512_srli_epi32(c, 7), s.t64), 64);
+  step(_mm512_permutexvar_ps(_mm512_srli_epi32(c, 6), s.t32), 32);
+  step(_mm512_permutexvar_ps(_mm512_srli_epi32(c, 5), s.t16), 16);
+  step(_mm512_permutexvar_ps(_mm512_srli_epi32(c, 4), s.t8), 8);
+  __m512i j = _mm512_srli_epi32(c, 3);
+  step(_mm512_permutex2var_ps(s.t4[0], j, s.t4[1]), 4);
+  j = _mm512_srli_epi32(c, 2);
+  const __mmask16 j32 = _mm512_test_epi32_mask(j, _mm512_set1_epi32(32));
+  step(_mm512_mask_mov_ps(_mm512_permutex2var_ps(s.t2[0], j, s.t2[1]), j32, _mm512_permutex2var_ps(s.t2[2], j, s.t2[3])),
+       2);
+  j = _mm512_srli_epi32(c, 1);
+  const __mmask16 k32 = _mm512_test_epi32_mask(j, _mm512_set1_epi32(32));
+  const __mmask16 k64 = _mm512_test_epi32_mask(j, _mm512_set1_epi32(64));
+  const __m512 lo = _mm512_mask_mov_ps(_mm512_permutex2var_ps(s.t1[0], j, s.t1[1]), k32,
+                                       _mm512_permutex2var_ps(s.t1[2], j, s.t1[3]));
+  const __m512 hi = _mm512_mask_mov_ps(_mm512_permutex2var_ps(s.t1[4], j, s.t1[5]), k32,
+                                       _mm512_permutex2var_ps(s.t1[6], j, s.t1[7]));
+  step(_mm512_mask_mov_ps(lo, k64, hi), 1);
+  return c;
+}
+
+// quantize_block's codes for 16 values x of a block with this absmax (zero_code where it is 0).
+template <bool KeepNonzero>
+inline __m512i codes16(const Search& s, __m512 x, __m512 absmax, bool positive, __m512i zero_code, std::uint8_t zero) {
+  const __m512 zero_ps = _mm512_setzero_ps();
+  __m512i c = zero_code;
+  if (positive) {
+    __m512 q = _mm512_div_ps(x, absmax);
+    q = _mm512_mask_mov_ps(q, _mm512_cmp_ps_mask(q, q, _CMP_UNORD_Q), zero_ps);  // nearest_code(NaN) is 0's
+    c = search(s, q);
+  }
+  if constexpr (KeepNonzero) {
+    const __mmask16 fix = _mm512_mask_cmp_ps_mask(_mm512_cmpeq_epi32_mask(c, zero_code), x, zero_ps, _CMP_NEQ_UQ);
+    const __m512i away = _mm512_mask_mov_epi32(_mm512_set1_epi32((zero - 1) & 0xff),
+                                               _mm512_cmp_ps_mask(x, zero_ps, _CMP_GT_OQ), _mm512_set1_epi32(zero + 1));
+    c = _mm512_mask_mov_epi32(c, fix, away);
+  }
+  return c;
+}
+
+inline void store_codes(std::uint8_t* out, __m512i c) {
+  _mm_storeu_si128(reinterpret_cast<__m128i*>(out), _mm512_cvtepi32_epi8(c));
+}
+
+struct Tables {
+  Vec k;
+  Search s, u;
+  const float *smap, *umap;
+  std::uint8_t szero, uzero;
+  std::uint64_t base;
+};
+
+// One whole block of 256 (a short one arrives padded).
+template <Master M>
+void int8_block(const Tables& t, void* p, const float* g, std::uint8_t* mc, float* m_abs, std::uint8_t* vc,
+                float* v_abs, std::uint64_t element) {
+  alignas(64) float m[kBlock], v[kBlock];
+  const __m512 ma = _mm512_set1_ps(*m_abs), va = _mm512_set1_ps(*v_abs);
+  __m512 mmax = _mm512_setzero_ps(), vmax = _mm512_setzero_ps();
+  for (std::size_t i = 0; i < kBlock; i += 16) {
+    const __m512 gv = _mm512_loadu_ps(g + i);
+    const __m512i mi = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mc + i)));
+    const __m512i vi = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vc + i)));
+    __m512 mv = _mm512_mul_ps(_mm512_i32gather_ps(mi, t.smap, 4), ma);
+    __m512 vv = _mm512_mul_ps(_mm512_i32gather_ps(vi, t.umap, 4), va);
+    const __mmask16 ok = finite(gv);
+    __m512 pn = load_p<M>(p, i), mn = mv, vn = vv;
+    update(t.k, pn, mn, vn, gv);
+    mv = _mm512_mask_mov_ps(mv, ok, mn);
+    vv = _mm512_mask_mov_ps(vv, ok, vn);
+    store_p<M>(p, i, ok, pn, t.base, element);
+    _mm512_store_ps(m + i, mv);
+    _mm512_store_ps(v + i, vv);
+    // std::max(absmax, |x|) keeps absmax when |x| is NaN; max_ps returns its second operand then.
+    mmax = _mm512_max_ps(_mm512_abs_ps(mv), mmax);
+    vmax = _mm512_max_ps(_mm512_abs_ps(vv), vmax);
+  }
+  // quantize_block for both moments in one loop, two vectors of each an iteration: the search is a chain
+  // of 8 dependent permute-compare-add steps, and four independent chains keep the core busy where one or
+  // two left it waiting on their latency.
+  const float m_max = _mm512_reduce_max_ps(mmax), v_max = _mm512_reduce_max_ps(vmax);
+  const bool m_pos = m_max > 0.0f, v_pos = v_max > 0.0f;
+  const __m512 ma2 = _mm512_set1_ps(m_max), va2 = _mm512_set1_ps(v_max);
+  const __m512i mz = _mm512_set1_epi32(t.szero), vz = _mm512_set1_epi32(t.uzero);
+  for (std::size_t i = 0; i < kBlock; i += 32) {
+    const __m512i c0 = codes16<false>(t.s, _mm512_load_ps(m + i), ma2, m_pos, mz, t.szero);
+    const __m512i c1 = codes16<false>(t.s, _mm512_load_ps(m + i + 16), ma2, m_pos, mz, t.szero);
+    const __m512i c2 = codes16<true>(t.u, _mm512_load_ps(v + i), va2, v_pos, vz, t.uzero);
+    const __m512i c3 = codes16<true>(t.u, _mm512_load_ps(v + i + 16), va2, v_pos, vz, t.uzero);
+    store_codes(mc + i, c0), store_codes(mc + i + 16, c1), store_codes(vc + i, c2), store_codes(vc + i + 16, c3);
+  }
+  *m_abs = m_max;
+  *v_abs = v_max;
+}
+
+// A short last block through the whole-block code: copied into zero padding (codes of 0, gradients 0:
+// the padded elements' moments stay 0 and leave the absmax alone), the first n copied back.
+template <Master M>
+void short_block(const Tables& t, void* p, const float* g, std::size_t n, std::uint8_t* mc, float* m_abs,
+                 std::uint8_t* vc, float* v_abs, std::uint64_t element) {
+  const std::size_t ps = M == Master::fp32 ? 4 : 2;
+  alignas(64) unsigned char pp[kBlock * 4] = {};
+  alignas(64) float gg[kBlock] = {};
+  alignas(64) std::uint8_t mm[kBlock], vv[kBlock];
+  std::memset(mm, t.szero, kBlock);
+  std::memset(vv, t.uzero, kBlock);
+  std::memcpy(pp, p, n * ps);
+  std::memcpy(gg, g, n * 4);
+  std::memcpy(mm, mc, n);
+  std::memcpy(vv, vc, n);
+  int8_block<M>(t, pp, gg, mm, m_abs, vv, v_abs, element);
+  std::memcpy(p, pp, n * ps);
+  std::memcpy(mc, mm, n);
+  std::memcpy(vc, vv, n);
+}
+
+template <Master M>
+void int8_run(const Consts& k, void* p, const float* g, std::size_t n, std::uint8_t* m, float* m_abs,
+              std::uint8_t* v, float* v_abs, std::uint64_t element) {
+  const Tables t{broadcast(k),   arrange(k.signed_thresholds), arrange(k.unsigned_thresholds), k.signed_map,
+                 k.unsigned_map, k.signed_zero,                k.unsigned_zero,                k.sr_base};
+  const std::size_t ps = M == Master::fp32 ? 4 : 2;
+  for (std::size_t at = 0, b = 0; at < n; at += kBlock, ++b) {
+    void* pb = static_cast<char*>(p) + at * ps;
+    if (n - at >= kBlock)
+      int8_block<M>(t, pb, g + at, m + at, m_abs + b, v + at, v_abs + b, element + at);
+    else
+      short_block<M>(t, pb, g + at, n - at, m + at, m_abs + b, v + at, v_abs + b, element + at);
+  }
+}
+
+// bf16 moments, 16 elements: a non-finite gradient's element keeps p, m and v (its stores are masked off).
+template <Master M>
+inline void bf16_vector(const Vec& k, std::uint64_t base, void* p, const float* g, std::uint16_t* m,
+                        std::uint16_t* v, std::size_t i, std::uint64_t element) {
+  const __m512 gv = _mm512_loadu_ps(g + i);
+  __m512 mv = bf16_to_float(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(m + i)));
+  __m512 vv = bf16_to_float(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(v + i)));
+  __m512 pv = load_p<M>(p, i);
+  const __mmask16 ok = finite(gv);
+  update(k, pv, mv, vv, gv);
+  _mm256_mask_storeu_epi16(m + i, ok, top_halves(bf16_in_top_half(mv)));
+  _mm256_mask_storeu_epi16(v + i, ok, top_halves(bf16_in_top_half(vv)));
+  store_p<M>(p, i, ok, pv, base, element);
+}
+
+template <Master M>
+void bf16_run(const Consts& k, void* p, const float* g, std::size_t n, std::uint16_t* m, std::uint16_t* v,
+              std::uint64_t element) {
+  const Vec kv = broadcast(k);
+  const std::size_t ps = M == Master::fp32 ? 4 : 2;
+  std::size_t i = 0;
+  for (; i + 16 <= n; i += 16) bf16_vector<M>(kv, k.sr_base, p, g, m, v, i, element);
+  if (i == n) return;
+  // The last 1-15 elements through the same code, padded with zeros (finite, stored and dropped).
+  const std::size_t r = n - i;
+  alignas(64) unsigned char pp[16 * 4] = {};
+  alignas(64) float gg[16] = {};
+  alignas(64) std::uint16_t mm[16] = {}, vv[16] = {};
+  std::memcpy(pp, static_cast<char*>(p) + i * ps, r * ps);
+  std::memcpy(gg, g + i, r * 4);
+  std::memcpy(mm, m + i, r * 2);
+  std::memcpy(vv, v + i, r * 2);
+  bf16_vector<M>(kv, k.sr_base, pp, gg, mm, vv, 0, element + i);
+  std::memcpy(static_cast<char*>(p) + i * ps, pp, r * ps);
+  std::memcpy(m + i, mm, r * 2);
+  std::memcpy(v + i, vv, r * 2);
+}
+
+}  // namespace
+
+void int8_avx512(const Consts& k, void* p, const float* g, std::size_t n, std::uint8_t* m, float* m_absmax,
+                 std::uint8_t* v, float* v_absmax, std::uint64_t element, Master master) {
+  if (master == Master::fp32)
+    int8_run<Master::fp32>(k, p, g, n, m, m_absmax, v, v_absmax, element);
+  else
+    int8_run<Master::bf16_sr>(k, p, g, n, m, m_absmax, v, v_absmax, element);
+}
+
+void bf16_avx512(const Consts& k, void* p, const float* g, std::size_t n, bf16* m, bf16* v, std::uint64_t element,
+                 Master master) {
+  auto* m16 = reinterpret_cast<std::uint16_t*>(m);
+  auto* v16 = reinterpret_cast<std::uint16_t*>(v);
+  if (master == Master::fp32)
+    bf16_run<Master::fp32>(k, p, g, n, m16, v16, element);
+  else
+    bf16_run<Master::bf16_sr>(k, p, g, n, m16, v16, element);
+}
+
+}  // namespace tz::adam_compressed_detail
