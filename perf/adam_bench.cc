@@ -14,6 +14,7 @@
 #include "core/elementwise.h"
 #include "core/error.h"
 #include "model/param_layout.h"
+#include "perf/bench_data.h"
 #include "perf/timing.h"
 #include "zero/group_adam.h"
 #include "zero/optimizer_swapper.h"
@@ -24,14 +25,8 @@ namespace {
 using bench::Clock;
 using bench::median;
 
-// Uniform in [-1, 1) from the index (splitmix64's finaliser): inputs that do not depend on the threads.
-float hashed_uniform(std::uint64_t i, std::uint64_t seed) {
-  std::uint64_t z = i * 0x9e3779b97f4a7c15ull + seed;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  return float(double(z >> 40) * (2.0 / 16777216.0) - 1.0);
-}
+// Inputs from the index (perf/bench_data.h): they do not depend on the threads.
+using bench::hashed_uniform;
 
 // One group's optimizer arrays on the host tier, as the engine keeps them with --offload-optimizer cpu.
 struct GroupArrays {

@@ -16,6 +16,7 @@
 #include "core/quant_map.h"
 #include "model/param_layout.h"
 #include "perf/adam_bench.h"
+#include "perf/bench_data.h"
 #include "perf/timing.h"
 #include "zero/group_adam.h"
 
@@ -28,14 +29,8 @@ using bench::median;
 constexpr float kWeightDecay = 0.01f;
 constexpr std::uint64_t kSeed = 1;
 
-// Uniform in [-1, 1) from the index (as adam_bench.cc's): inputs that do not depend on the threads.
-float hashed_uniform(std::uint64_t i, std::uint64_t seed) {
-  std::uint64_t z = i * 0x9e3779b97f4a7c15ull + seed;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  return float(double(z >> 40) * (2.0 / 16777216.0) - 1.0);
-}
+// Inputs from the index (perf/bench_data.h): they do not depend on the threads.
+using bench::hashed_uniform;
 
 // The fp32 step as bf16 training runs it today: each group through group_adamw with the bf16 working write.
 struct Fp32Group {
