@@ -30,11 +30,7 @@ std::uint64_t sr_base(std::uint64_t seed, std::uint64_t step) {
 
 Consts consts(const AdamStep& s, std::uint64_t seed) {
   Consts k{};
-  k.c = adam_coeffs(s);
-  // As cpu_adam.cc: the operations math::adamw_update performs, rounded one by one (-ffp-contract=off).
-  k.one_minus_beta1 = 1.0f - k.c.beta1;
-  k.one_minus_beta2 = 1.0f - k.c.beta2;
-  k.decay = 1.0f - k.c.lr * k.c.weight_decay;
+  k.adam = cpu_adam_detail::consts_for(s);
   k.signed_map = dynamic_map(true).data();
   k.unsigned_map = dynamic_map(false).data();
   k.signed_thresholds = code_thresholds(true).data();
@@ -56,17 +52,17 @@ struct Scalar {
       const std::size_t len = std::min(kQuantBlock, n - at);
       const Int8Moments s{m + at, m_abs + b, v + at, v_abs + b};
       if (master == Master::bf16_sr)
-        adamw_int8_block_bf16(k.c, static_cast<bf16*>(p) + at, g + at, len, s, SrKey{seed, step, element + at});
+        adamw_int8_block_bf16(k.adam.c, static_cast<bf16*>(p) + at, g + at, len, s, SrKey{seed, step, element + at});
       else
-        adamw_int8_block(k.c, static_cast<float*>(p) + at, g + at, len, s);
+        adamw_int8_block(k.adam.c, static_cast<float*>(p) + at, g + at, len, s);
     }
   }
 
   void bf16m(void* p, const float* g, std::size_t n, bf16* m, bf16* v, std::uint64_t element, Master master) const {
     if (master == Master::bf16_sr)
-      adamw_bf16m_block_bf16(k.c, static_cast<bf16*>(p), g, n, Bf16Moments{m, v}, SrKey{seed, step, element});
+      adamw_bf16m_block_bf16(k.adam.c, static_cast<bf16*>(p), g, n, Bf16Moments{m, v}, SrKey{seed, step, element});
     else
-      adamw_bf16m_block(k.c, static_cast<float*>(p), g, n, Bf16Moments{m, v});
+      adamw_bf16m_block(k.adam.c, static_cast<float*>(p), g, n, Bf16Moments{m, v});
   }
 };
 
@@ -153,7 +149,7 @@ void adamw_compressed(CpuAdamIsa isa, const AdamStep& s, const CompressedStates&
   switch (st.moments) {
     case MomentFormat::fp32:
       for_each_chunk(n, [&](std::size_t b, std::size_t len) {
-        fp32_moments_bf16_master(k.c, static_cast<bf16*>(st.p) + b, static_cast<float*>(st.m) + b,
+        fp32_moments_bf16_master(k.adam.c, static_cast<bf16*>(st.p) + b, static_cast<float*>(st.m) + b,
                                  static_cast<float*>(st.v) + b, g + b, len,
                                  SrKey{at.seed, std::uint64_t(s.step), at.first_element + b});
       });

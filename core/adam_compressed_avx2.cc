@@ -10,31 +10,16 @@
 #include <cstring>
 
 #include "core/adam_compressed_kernels.h"
+#include "core/adam_update_avx2.h"
 
 namespace tz::adam_compressed_detail {
 namespace {
 
 constexpr std::size_t kBlock = 256;
 
-struct Vec {
-  __m256 grad_scale, beta1, one_minus_beta1, beta2, one_minus_beta2, inv_bias2_sqrt, eps, step_size, decay;
-};
-
-Vec broadcast(const Consts& k) {
-  return {_mm256_set1_ps(k.c.grad_scale),     _mm256_set1_ps(k.c.beta1), _mm256_set1_ps(k.one_minus_beta1),
-          _mm256_set1_ps(k.c.beta2),          _mm256_set1_ps(k.one_minus_beta2),
-          _mm256_set1_ps(k.c.inv_bias2_sqrt), _mm256_set1_ps(k.c.eps),   _mm256_set1_ps(k.c.step_size),
-          _mm256_set1_ps(k.decay)};
-}
-
-// math::adamw_update, operation for operation (as cpu_adam_avx2.cc's).
-inline void update(const Vec& k, __m256& p, __m256& m, __m256& v, __m256 g) {
-  g = _mm256_mul_ps(g, k.grad_scale);
-  m = _mm256_add_ps(_mm256_mul_ps(k.beta1, m), _mm256_mul_ps(k.one_minus_beta1, g));
-  v = _mm256_add_ps(_mm256_mul_ps(k.beta2, v), _mm256_mul_ps(_mm256_mul_ps(k.one_minus_beta2, g), g));
-  const __m256 denom = _mm256_add_ps(_mm256_mul_ps(_mm256_sqrt_ps(v), k.inv_bias2_sqrt), k.eps);
-  p = _mm256_sub_ps(_mm256_mul_ps(p, k.decay), _mm256_mul_ps(k.step_size, _mm256_div_ps(m, denom)));
-}
+using cpu_adam_detail::broadcast;
+using cpu_adam_detail::update;
+using cpu_adam_detail::Vec;
 
 inline __m256 abs_ps(__m256 x) { return _mm256_and_ps(x, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff))); }
 
@@ -281,7 +266,7 @@ void short_block(const Tables& t, void* p, const float* g, std::size_t n, std::u
 template <Master M>
 void int8_run(const Consts& k, void* p, const float* g, std::size_t n, std::uint8_t* m, float* m_abs,
               std::uint8_t* v, float* v_abs, std::uint64_t element) {
-  const Tables t{broadcast(k),   arrange(k.signed_thresholds), arrange(k.unsigned_thresholds), k.signed_map,
+  const Tables t{broadcast(k.adam),   arrange(k.signed_thresholds), arrange(k.unsigned_thresholds), k.signed_map,
                  k.unsigned_map, k.signed_zero,                k.unsigned_zero,                k.sr_base};
   const std::size_t ps = M == Master::fp32 ? 4 : 2;
   for (std::size_t at = 0, b = 0; at < n; at += kBlock, ++b) {
@@ -314,7 +299,7 @@ inline void bf16_vector(const Vec& k, std::uint64_t base, void* p, const float* 
 template <Master M>
 void bf16_run(const Consts& k, void* p, const float* g, std::size_t n, std::uint16_t* m, std::uint16_t* v,
               std::uint64_t element) {
-  const Vec kv = broadcast(k);
+  const Vec kv = broadcast(k.adam);
   const std::size_t ps = M == Master::fp32 ? 4 : 2;
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) bf16_vector<M>(kv, k.sr_base, p, g, m, v, i, element);

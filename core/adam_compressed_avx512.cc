@@ -10,31 +10,16 @@
 #include <cstring>
 
 #include "core/adam_compressed_kernels.h"
+#include "core/adam_update_avx512.h"
 
 namespace tz::adam_compressed_detail {
 namespace {
 
 constexpr std::size_t kBlock = 256;
 
-struct Vec {
-  __m512 grad_scale, beta1, one_minus_beta1, beta2, one_minus_beta2, inv_bias2_sqrt, eps, step_size, decay;
-};
-
-Vec broadcast(const Consts& k) {
-  return {_mm512_set1_ps(k.c.grad_scale),     _mm512_set1_ps(k.c.beta1), _mm512_set1_ps(k.one_minus_beta1),
-          _mm512_set1_ps(k.c.beta2),          _mm512_set1_ps(k.one_minus_beta2),
-          _mm512_set1_ps(k.c.inv_bias2_sqrt), _mm512_set1_ps(k.c.eps),   _mm512_set1_ps(k.c.step_size),
-          _mm512_set1_ps(k.decay)};
-}
-
-// math::adamw_update, operation for operation (as cpu_adam_avx512.cc's).
-inline void update(const Vec& k, __m512& p, __m512& m, __m512& v, __m512 g) {
-  g = _mm512_mul_ps(g, k.grad_scale);
-  m = _mm512_add_ps(_mm512_mul_ps(k.beta1, m), _mm512_mul_ps(k.one_minus_beta1, g));
-  v = _mm512_add_ps(_mm512_mul_ps(k.beta2, v), _mm512_mul_ps(_mm512_mul_ps(k.one_minus_beta2, g), g));
-  const __m512 denom = _mm512_add_ps(_mm512_mul_ps(_mm512_sqrt_ps(v), k.inv_bias2_sqrt), k.eps);
-  p = _mm512_sub_ps(_mm512_mul_ps(p, k.decay), _mm512_mul_ps(k.step_size, _mm512_div_ps(m, denom)));
-}
+using cpu_adam_detail::broadcast;
+using cpu_adam_detail::update;
+using cpu_adam_detail::Vec;
 
 // std::isfinite(g): |g| < inf is false for NaN and inf.
 inline __mmask16 finite(__m512 g) {
@@ -251,7 +236,7 @@ void short_block(const Tables& t, void* p, const float* g, std::size_t n, std::u
 template <Master M>
 void int8_run(const Consts& k, void* p, const float* g, std::size_t n, std::uint8_t* m, float* m_abs,
               std::uint8_t* v, float* v_abs, std::uint64_t element) {
-  const Tables t{broadcast(k),   arrange(k.signed_thresholds), arrange(k.unsigned_thresholds), k.signed_map,
+  const Tables t{broadcast(k.adam),   arrange(k.signed_thresholds), arrange(k.unsigned_thresholds), k.signed_map,
                  k.unsigned_map, k.signed_zero,                k.unsigned_zero,                k.sr_base};
   const std::size_t ps = M == Master::fp32 ? 4 : 2;
   for (std::size_t at = 0, b = 0; at < n; at += kBlock, ++b) {
@@ -281,7 +266,7 @@ inline void bf16_vector(const Vec& k, std::uint64_t base, void* p, const float* 
 template <Master M>
 void bf16_run(const Consts& k, void* p, const float* g, std::size_t n, std::uint16_t* m, std::uint16_t* v,
               std::uint64_t element) {
-  const Vec kv = broadcast(k);
+  const Vec kv = broadcast(k.adam);
   const std::size_t ps = M == Master::fp32 ? 4 : 2;
   std::size_t i = 0;
   for (; i + 16 <= n; i += 16) bf16_vector<M>(kv, k.sr_base, p, g, m, v, i, element);

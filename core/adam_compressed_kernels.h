@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "core/dtype.h"
+#include "core/cpu_adam_kernels.h"
 #include "core/elementwise.h"
 
 namespace tz::adam_compressed_detail {
@@ -15,10 +16,7 @@ namespace tz::adam_compressed_detail {
 // Everything a kernel needs for one step, derived once in adam_compressed.cc (no contraction) with the
 // float operations math::adamw_update performs, and the tables of the two 8-bit maps.
 struct Consts {
-  math::AdamCoeffs c;
-  float one_minus_beta1;  // 1.0f - beta1
-  float one_minus_beta2;  // 1.0f - beta2
-  float decay;            // 1.0f - lr * weight_decay
+  cpu_adam_detail::Consts adam;  // the update's, as the fp32 CPU Adam derives them
   const float* signed_map;    // dynamic_map(true): m's values, 256
   const float* unsigned_map;  // dynamic_map(false): v's
   const float* signed_thresholds;  // code_thresholds(true), 256

@@ -149,6 +149,21 @@ math::AdamCoeffs adam_coeffs(const AdamStep& s) {
                           float(1.0 / std::sqrt(1.0 - std::pow(double(s.beta2), s.step)))};
 }
 
+namespace cpu_adam_detail {
+
+Consts consts_for(const AdamStep& s) {
+  Consts k;
+  k.c = adam_coeffs(s);
+  // The same float operations math::adamw_update performs on these hyper-parameters; this file is
+  // built with -ffp-contract=off so lr * wd is rounded before the subtraction, as there.
+  k.one_minus_beta1 = 1.0f - k.c.beta1;
+  k.one_minus_beta2 = 1.0f - k.c.beta2;
+  k.decay = 1.0f - k.c.lr * k.c.weight_decay;
+  return k;
+}
+
+}  // namespace cpu_adam_detail
+
 void cpu_adamw(float* p, float* m, float* v, const float* g, std::size_t n, const AdamStep& s, void* working,
                DType working_type) {
   cpu_adamw_with(cpu_adam_isa_choice(), p, m, v, g, n, s, working, working_type);
@@ -158,13 +173,7 @@ void cpu_adamw_with(CpuAdamIsa isa, float* p, float* m, float* v, const float* g
                     const AdamStep& s, void* working, DType working_type) {
   check_supported(isa);
   const WorkingOut out = working_out(working, working_type);
-  Consts k;
-  k.c = adam_coeffs(s);
-  // The same float operations math::adamw_update performs on these hyper-parameters; this file is
-  // built with -ffp-contract=off so lr * wd is rounded before the subtraction, as there.
-  k.one_minus_beta1 = 1.0f - k.c.beta1;
-  k.one_minus_beta2 = 1.0f - k.c.beta2;
-  k.decay = 1.0f - k.c.lr * k.c.weight_decay;
+  const Consts k = consts_for(s);
   const AdamKernel kernel = adam_kernel(isa);
   const std::size_t wbytes = out == WorkingOut::none ? 0 : dtype_size(working_type);
   for_each_chunk(n, [&](std::size_t begin, std::size_t count) {

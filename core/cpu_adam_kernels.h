@@ -6,11 +6,16 @@
 // emitted out of line with AVX-512 instructions and picked by the linker for every caller (one
 // definition rule), so the ISA units call only intrinsics and functions of their own, never an inline
 // function from a header (including core/ headers for their types is harmless: unused inline code is
-// not emitted).
+// not emitted). core/adam_update_avx512.h and _avx2.h, whose functions have internal linkage and are
+// included only by the units of their ISA, are the exception.
 #include <cstddef>
 #include <cstdint>
 
 #include "core/elementwise.h"
+
+namespace tz {
+struct AdamStep;
+}
 
 namespace tz::cpu_adam_detail {
 
@@ -37,6 +42,9 @@ struct Consts {
   float one_minus_beta2;  // 1.0f - beta2
   float decay;            // 1.0f - lr * weight_decay
 };
+
+// The step's constants (cpu_adam.cc).
+Consts consts_for(const AdamStep& s);
 
 // One chunk: n elements from the pointers given; `working` points at this chunk's first element.
 using AdamKernel = void (*)(const Consts& k, float* p, float* m, float* v, const float* g, std::size_t n,
