@@ -17,6 +17,7 @@ namespace {
 
 constexpr std::size_t kBlock = 256;
 
+using cpu_adam_detail::bf16_in_top_half;
 using cpu_adam_detail::broadcast;
 using cpu_adam_detail::update;
 using cpu_adam_detail::Vec;
@@ -24,15 +25,6 @@ using cpu_adam_detail::Vec;
 // std::isfinite(g): |g| < inf is false for NaN and inf.
 inline __mmask16 finite(__m512 g) {
   return _mm512_cmp_ps_mask(_mm512_abs_ps(g), _mm512_set1_ps(__builtin_inff()), _CMP_LT_OQ);
-}
-
-// float_to_bf16 in 32-bit lanes whose top half is the result (as cpu_adam_avx512.cc's).
-inline __m512i bf16_in_top_half(__m512 x) {
-  const __m512i u = _mm512_castps_si512(x);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  const __m512i rounded = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
-  const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-  return _mm512_mask_or_epi32(rounded, nan, u, _mm512_set1_epi32(0x00400000));
 }
 
 inline __m512 bf16_to_float(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }

@@ -12,17 +12,6 @@
 namespace tz::cpu_adam_detail {
 namespace {
 
-// float_to_bf16 with integer ops, in 32-bit lanes whose top half is the result: add 0x7fff plus the
-// kept lowest bit (ties to even); a NaN keeps its top half with the quiet bit set. (vcvtneps2bf16
-// would flush denormals to zero, which float_to_bf16 does not.)
-inline __m512i bf16_in_top_half(__m512 x) {
-  const __m512i u = _mm512_castps_si512(x);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  const __m512i rounded = _mm512_add_epi32(u, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
-  const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-  return _mm512_mask_or_epi32(rounded, nan, u, _mm512_set1_epi32(0x00400000));
-}
-
 // 16 values.
 inline __m256i to_bf16(__m512 x) { return _mm512_cvtepi32_epi16(_mm512_srli_epi32(bf16_in_top_half(x), 16)); }
 
