@@ -1,11 +1,10 @@
-// AdamW's vector update and the bf16 rounding of its outputs on AVX-512 lanes (__m512), shared by the
-// units built with that ISA's flags (cpu_adam_avx512.cc, adam_compressed_avx512.cc) and included by no
-// other: math::adamw_update, operation
-// for operation and operand for operand (the operand order decides which NaN comes out when both are
-// NaN). Division stays division and nothing fuses into FMA (-ffp-contract=off on both units): a
-// reciprocal or a single rounding would change the bits. Everything here is in an unnamed namespace, so
-// each unit has its own copy and the linker never picks one built with wider flags for another caller
-// (the hazard cpu_adam_kernels.h describes).
+// AdamW's vector update and the bf16 rounding of its outputs on AVX-512 lanes (__m512), shared by the units
+// built with that ISA's flags (cpu_adam_avx512.cc, adam_compressed_avx512.cc) and included by no other:
+// math::adamw_update, operation for operation and operand for operand (the operand order decides which NaN
+// comes out when both are NaN). Division stays division and nothing fuses into FMA (-ffp-contract=off on both
+// units): a reciprocal or a single rounding would change the bits. Everything here is in an unnamed
+// namespace, so each unit has its own copy and the linker never picks one built with wider flags for another
+// caller (the hazard cpu_adam_kernels.h describes).
 #pragma once
 
 #include <immintrin.h>
