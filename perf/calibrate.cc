@@ -5,9 +5,11 @@
 #include <omp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <thread>
 
@@ -19,6 +21,7 @@
 #include "perf/calibrate_memory.h"
 #include "perf/io_bench.h"
 #include "perf/numa_bench.h"
+#include "perf/offload_bench.h"
 #include "perf/step_bench.h"
 #include "perf/timing.h"
 #include "zero/step_time.h"
@@ -49,6 +52,40 @@ void wait_asleep(Communicator& comm) {
   const std::unique_ptr<Work> w = comm.barrier();
   while (!w->done()) std::this_thread::sleep_for(std::chrono::milliseconds(2));
   w->wait();  // throws if it failed
+}
+
+// The optimizer's NVMe states as training moves them: every rank of the node at once runs `bench offload`'s
+// IO alone (a shard's master, m and v read and written back unit by unit through the swap ring, as
+// training's optimizer step does, checksums on) in a folder of its own under the NVMe path, on a shard of
+// 4M elements in 4 units (48 MB each way: the size of the validation runs' shards, 1-8M elements in 3-8
+// groups), the median of 5 repetitions. The node's rate is its ranks' bytes over the slowest rank's time:
+// the path's own rate, where `bench io` streams one extent after another from one rank (perf/README.md).
+double nvme_states_gbs(const CalibrateOptions& opt, Communicator* comm) {
+  const int ranks = comm ? comm->size() : 1;
+  const std::filesystem::path dir =
+      std::filesystem::path(opt.nvme_path) / ("calibrate-states-" + std::to_string(comm ? comm->rank() : 0));
+  std::filesystem::create_directories(dir);
+  OffloadBenchOptions o;
+  o.path = dir.string();
+  o.params = 4'000'000;
+  o.sub_group_size = o.params / 4;
+  o.reps = 5;
+  if (comm) comm->barrier()->wait();
+  nlohmann::json r;
+  try {
+    r = run_offload_bench(o, true);
+  } catch (...) {
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    throw;
+  }
+  std::filesystem::remove_all(dir);
+  TZ_CHECK(r["wrong"].get<long long>() == 0, "bench calibrate: the NVMe states read back from ", dir.string(),
+           " differ from the same steps run in memory (", r["wrong"].get<long long>(), " values); check the disk");
+  const double moved = r["io_gbps"].get<double>() * r["io_ms"].get<double>() * 1e6;  // bytes, both ways
+  double slowest = r["io_ms"].get<double>() / 1e3;
+  if (comm) comm->all_reduce(&slowest, 1, DType::f64, ReduceOp::max)->wait();
+  return ranks * moved / slowest / 1e9;
 }
 
 }  // namespace
@@ -141,6 +178,7 @@ Hardware calibrate(const CalibrateOptions& opt, Communicator* comm, bool quiet) 
     h.nvme_read_gbs = r["read_gbps"].get<double>();
     h.nvme_write_gbs = r["write_gbps"].get<double>();
   }
+  if (!opt.nvme_path.empty()) h.nvme_states_gbs = nvme_states_gbs(opt, comm);
   measure_cast_rate(ranks, h);
   std::string spread;
   if (comm && ranks > 1) spread = measure_comm_terms(dynamic_cast<MpiCommunicator&>(*comm), opt, h);

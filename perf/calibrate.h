@@ -1,9 +1,9 @@
 // `tierzero bench calibrate`: this machine's rates for the step-time model (zero/hardware.h), measured
 // with the code paths training runs (first, the memory lines outside the plan's buffers:
-// perf/calibrate_memory.h): the whole-step compute rate of a training step per dtype (bench
-// step's forward + backward), the CPU Adam (bench adam), a host-tier copy, the NVMe store (bench io,
-// with --nvme-path), the casts and, under mpirun with 2 or more ranks on this node, the collectives'
-// terms (perf/calibrate_comm.h).
+// perf/calibrate_memory.h): the whole-step compute rate of a training step per dtype (bench step's
+// forward + backward), the CPU Adam (bench adam), a host-tier copy, the NVMe store (bench io, with
+// --nvme-path) and the optimizer's states on it (bench offload, every rank at once), the casts and, under
+// mpirun with 2 or more ranks on this node, the collectives' terms (perf/calibrate_comm.h).
 #pragma once
 
 #include <cstdint>

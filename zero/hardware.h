@@ -79,6 +79,11 @@ struct Hardware {
   double cpu_adam_gbs = 0;   // CPU Adam traffic per node (memory bound), bytes per second / 1e9
   double link_gbs = 0;       // host <-> device per device per direction
   double nvme_read_gbs = 0, nvme_write_gbs = 0;  // per node
+  // The optimizer's NVMe states as training moves them (since issue 33; 0: not measured, the model uses
+  // nvme_read_gbs and nvme_write_gbs): bytes read and written per second per node / 1e9 through the swap
+  // ring, every rank of the node at once (`tierzero bench offload`'s IO alone), whose unit-by-unit reads
+  // and writes beside the other ranks' get a fraction of a sequential stream's rate.
+  double nvme_states_gbs = 0;
   double intra_gbs = 0;      // collective bus bandwidth per rank inside a node
   double inter_gbs = 0;      // per rank between nodes
   double latency_us = 0;     // fixed cost of one collective

@@ -247,8 +247,12 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
                   gb(down).c_str(), gb(up).c_str(), ms(fetch_micro).c_str(), hw.link_gbs);
     host.detail = b;
   }
-  const double nvme_io = nvme_opt_rw == 0 ? 0.0  // no NVMe states (and perhaps no NVMe rates: not 0/0)
-                                          : nvme_opt_rw / (hw.nvme_read_gbs * 1e9 / rpn) + nvme_opt_rw / (hw.nvme_write_gbs * 1e9 / rpn);
+  // The states' traffic at the rate calibrated on their own path (the swap ring, every rank at once) when
+  // there is one, else at the store's sequential rates.
+  const double nvme_io = nvme_opt_rw == 0              ? 0.0  // no NVMe states (and perhaps no NVMe rates: not 0/0)
+                         : hw.nvme_states_gbs > 0 ? 2 * nvme_opt_rw / (hw.nvme_states_gbs * 1e9 / rpn)
+                                                  : nvme_opt_rw / (hw.nvme_read_gbs * 1e9 / rpn) +
+                                                        nvme_opt_rw / (hw.nvme_write_gbs * 1e9 / rpn);
   // NVMe states stream through the CPU Adam sub-group by sub-group: the slower of the two sets the pace,
   // except on a CPU, where the I/O thread and its checksums take the cores the Adam runs on.
   const double optimizer_s =

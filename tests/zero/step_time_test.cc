@@ -287,6 +287,32 @@ TEST(StepTime, OffloadAddsTheCpuAdamTheLinkAndNvmeTraffic) {
   EXPECT_THROW(predict_step(plan_memory(in), h, 1), Error) << "no NVMe rate: no prediction";
 }
 
+// With a rate calibrated on the states' own path (nvme_states_gbs: read and written, the node's ranks at
+// once), the states' traffic goes at it and the sequential rates are not used for them; the file keeps it,
+// and a file without it loads as 0 (the sequential rates, as before).
+TEST(StepTime, NvmeStatesGoAtTheirCalibratedRateWhenThereIsOne) {
+  Hardware h = simple();
+  h.nvme_states_gbs = 1;
+  PlanInputs in = tiny(2, 4);
+  in.offload.optimizer = Tier::nvme;
+  in.offload.nvme_paths = {"/nowhere"};
+  const MemoryPlan plan = plan_memory(in);
+  double opt = 0;
+  for (const auto& g : plan.placement.groups) opt += double(g.opt_range.count);
+  const double io = 2 * opt * 12 / (1e9 / 4);
+  EXPECT_NEAR(term(predict_step(plan, h, 1), "optimizer").seconds, std::max(io, opt * 32 / (40e9 / 4)), 1e-12);
+  h.device = DeviceKind::cpu;  // on a CPU the store's thread takes the Adam's cores: the two add
+  PlanInputs cpu_in = in;
+  cpu_in.device = DeviceKind::cpu;
+  EXPECT_NEAR(term(predict_step(plan_memory(cpu_in), h, 1), "optimizer").seconds, io + opt * 32 / (40e9 / 4), 1e-12);
+  EXPECT_DOUBLE_EQ(Hardware::from_json(h.to_json(), "x").nvme_states_gbs, 1.0);
+  nlohmann::json old = h.to_json();
+  old.erase("nvme_states_gbs");
+  EXPECT_EQ(Hardware::from_json(old, "x").nvme_states_gbs, 0.0);
+  old["nvme_states_gbs"] = -1;
+  EXPECT_THROW(Hardware::from_json(old, "x"), Error);
+}
+
 // States on a numa:N tier: the CPU Adam reads and writes their 12 bytes per element at the node's rates
 // (the node's, over its 4 ranks; the slower direction sets the pace) when that is slower than its own stream; with no rates given for the
 // node, the host tier's prediction, and the detail says so. Stage 3's parameter fetches from the node go
