@@ -32,10 +32,12 @@
 # cores with waiting ranks and the synchronisation term grew with the compute between waits, on widths 352,
 # 416 and 704, was run once after those changes (perf/README.md). A sixth (held-out-6), fixed before the
 # model's next change (the NVMe store's share of the cores), on widths 272, 544, 480 and 608, four of its runs
-# with the optimizer on NVMe, is run once after it.
+# with the optimizer on NVMe, was run once after it (perf/README.md). A seventh (held-out-7), fixed before the
+# model's next change (the NVMe states' rate of one rank alone), on widths 240, 464, 400 and 736, three of its
+# runs with states on NVMe (two of them one rank of two threads), is run once after it.
 # usage: perf/scripts/validate_plan.sh [BUILD_DIR] [WORK_DIR] [ONLY] [SET]   (ONLY: an extended regex; only
 # the configurations whose names match run, as the ctest does; SET: tuning (the default), held-out,
-# held-out-2 to held-out-6, or all)
+# held-out-2 to held-out-7, or all)
 # With TZ_VALIDATE_MEMORY_TOLERANCE=F (a fraction: 0.05), it exits 1 when any configuration's planned memory
 # is off its measured growth by more than F, naming each, and prints "memory within 5% on every
 # configuration" otherwise; the step-time error is reported, never checked.
@@ -51,8 +53,8 @@ build=${1:-build}
 work=${2:-$(mktemp -d /var/tmp/tz-validate.XXXXXX)}
 only=${3:-}
 set_=${4:-tuning}
-[[ "$set_" =~ ^(tuning|held-out|held-out-[2-6]|all)$ ]] ||
-  { echo "validate_plan.sh: SET must be tuning, held-out, held-out-2 to held-out-6 or all, not '$set_'" >&2; exit 2; }
+[[ "$set_" =~ ^(tuning|held-out|held-out-[2-7]|all)$ ]] ||
+  { echo "validate_plan.sh: SET must be tuning, held-out, held-out-2 to held-out-7 or all, not '$set_'" >&2; exit 2; }
 tolerance=${TZ_VALIDATE_MEMORY_TOLERANCE:-}
 runs=${TZ_VALIDATE_RUNS:-1}
 [[ "$runs" =~ ^[1-9]$ ]] || { echo "validate_plan.sh: TZ_VALIDATE_RUNS must be 1 to 9, not '$runs'" >&2; exit 2; }
@@ -62,7 +64,8 @@ root=$(cd "$(dirname "$0")/../.." && pwd)
 two_hosts="held-out gpt2 stage 3 bf16, two hosts" two_hosts_2="held-out-2 gpt2 192 stage 3 fp32, two hosts"
 two_hosts_3="held-out-3 gpt2 320 stage 1 bf16, two hosts" two_hosts_4="held-out-4 gpt2 448 stage 2 bf16, two hosts"
 two_hosts_5="held-out-5 gpt2 416 stage 3 fp32, two hosts" two_hosts_6="held-out-6 gpt2 272 stage 2 bf16, two hosts"
-for h in "$two_hosts" "$two_hosts_2" "$two_hosts_3" "$two_hosts_4" "$two_hosts_5" "$two_hosts_6"; do
+two_hosts_7="held-out-7 gpt2 464 stage 1 fp32, two hosts"
+for h in "$two_hosts" "$two_hosts_2" "$two_hosts_3" "$two_hosts_4" "$two_hosts_5" "$two_hosts_6" "$two_hosts_7"; do
   if [ "$set_" != tuning ] && [[ "$set_" == all || "$h" == "$set_ "* ]] && { [ -z "$only" ] || [[ "$h" =~ $only ]]; } &&
      [ "$(id -u)" = 0 ] && [[ "$(realpath -m "$work")/" == /tmp/* ]]; then
     echo "validate_plan.sh: WORK_DIR '$work' is under /tmp, which each simulated host of '$h' has of its own; give one outside /tmp" >&2
@@ -132,6 +135,16 @@ llama_folder llama_h10 --layers 4 --width 480 --heads 10 --kv-heads 2 --head-dim
 llama_h10=(--init-from "$work/llama_h10" --seq-len 64 --micro-batch 8)
 llama_folder llama_h11 --layers 3 --width 608 --heads 19 --kv-heads 1 --head-dim 32 --ffn 1664 --positions 128
 llama_h11=(--init-from "$work/llama_h11" --seq-len 128 --micro-batch 3)
+# The seventh held-out set's: GPT-2 9 x 240 (8 heads of 30) at sequence 96, micro-batch 5 (480 tokens), and
+# 5 x 464 (16 heads of 29) at sequence 72, micro-batch 6 (432); Llama 6 x 400 (10 heads of 40, 2 key-value
+# heads, ffn 1088) at sequence 80, micro-batch 6 (480), and 2 x 736 (23 heads of 32, 1 key-value head, ffn
+# 1984) at sequence 112, micro-batch 4 (448).
+gpt_h12=(--n-layer 9 --n-embd 240 --n-head 8 --vocab 256 --seq-len 96 --micro-batch 5)
+gpt_h13=(--n-layer 5 --n-embd 464 --n-head 16 --vocab 256 --seq-len 72 --micro-batch 6)
+llama_folder llama_h12 --layers 6 --width 400 --heads 10 --kv-heads 2 --head-dim 40 --ffn 1088 --positions 80
+llama_h12=(--init-from "$work/llama_h12" --seq-len 80 --micro-batch 6)
+llama_folder llama_h13 --layers 2 --width 736 --heads 23 --kv-heads 1 --head-dim 32 --ffn 1984 --positions 112
+llama_h13=(--init-from "$work/llama_h13" --seq-len 112 --micro-batch 4)
 mpirun -np 2 --oversubscribe --bind-to none -x OMP_NUM_THREADS=$((cores / 2 > 0 ? cores / 2 : 1)) \
   "$tz" bench calibrate "${gpt[@]}" --nvme-path "$work/nvme" --nvme-bytes 512M --out "$work/hw.json" > "$work/calibrate.log"
 # The communication temporaries grow with the ranks on the node: measured at 4 ranks too (the rates stay
@@ -302,6 +315,18 @@ run "held-out-6 llama 480 stage 3, NVMe, 2 ranks"           2 1 llama_h10 --zero
 run "held-out-6 llama 480 stage 0 fp32, 2 ranks"            2 1 llama_h10 --zero-stage 0
 run "held-out-6 llama 608 stage 2, optimizer on NVMe, 2 ranks" 2 1 llama_h11 --zero-stage 2 --offload-optimizer nvme --nvme-path "$work/nvme"
 run "held-out-6 llama 608 stage 3 bf16, 4 ranks"            4 1 llama_h11 --zero-stage 3 --param-persistence-threshold 0 --dtype bf16
+# The seventh held-out set (issue 33), fixed before the NVMe states' rate of one rank alone: never tuned on.
+set_now=held-out-7
+run "held-out-7 gpt2 240 stage 0 fp32, 2 ranks"             2 1 gpt_h12 --zero-stage 0
+run "held-out-7 gpt2 240 stage 2, optimizer on NVMe, 1 rank" 1 2 gpt_h12 --zero-stage 2 --offload-optimizer nvme --nvme-path "$work/nvme"
+run "held-out-7 gpt2 464 stage 3 bf16, 2 ranks"             2 1 gpt_h13 --zero-stage 3 --param-persistence-threshold 0 --dtype bf16
+run "held-out-7 gpt2 464 stage 1, optimizer on host, 4 ranks" 4 1 gpt_h13 --zero-stage 1 --offload-optimizer cpu
+run "$two_hosts_7"                                          2h 1 gpt_h13 --zero-stage 1
+run "held-out-7 llama 400 stage 2 fp32, 1 rank"             1 2 llama_h12 --zero-stage 2
+run "held-out-7 llama 400 stage 1, optimizer on NVMe, 2 ranks" 2 1 llama_h12 --zero-stage 1 --offload-optimizer nvme --nvme-path "$work/nvme"
+run "held-out-7 llama 400 stage 3, params on host, 2 ranks" 2 1 llama_h12 --zero-stage 3 --param-persistence-threshold 0 --offload-optimizer cpu --offload-param cpu
+run "held-out-7 llama 736 stage 3, NVMe, 1 rank"            1 2 llama_h13 --zero-stage 3 --param-persistence-threshold 0 --offload-optimizer nvme --offload-param nvme --nvme-path "$work/nvme"
+run "held-out-7 llama 736 stage 0 bf16, 4 ranks"            4 1 llama_h13 --zero-stage 0 --dtype bf16
 ((${#rows[@]})) || { echo "validate_plan.sh: no configuration of the $set_ set matches '$only'" >&2; exit 2; }
 printf '%s\n' "${rows[@]}" | TOLERANCE="$tolerance" /usr/bin/python3 -c '
 import os, statistics, sys
