@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+#include <utility>
 
 #include "comm/mpi_comm.h"
 #include "core/device.h"
@@ -54,23 +55,19 @@ void wait_asleep(Communicator& comm) {
   w->wait();  // throws if it failed
 }
 
-// The optimizer's NVMe states as training moves them: every rank of the node at once runs `bench offload`'s
-// IO alone (a shard's master, m and v read and written back unit by unit through the swap ring, as
-// training's optimizer step does, checksums on) in a folder of its own under the NVMe path, on a shard of
-// 4M elements in 4 units (48 MB each way: the size of the validation runs' shards, 1-8M elements in 3-8
-// groups), the median of 5 repetitions. The node's rate is its ranks' bytes over the slowest rank's time:
-// the path's own rate, where `bench io` streams one extent after another from one rank (perf/README.md).
-double nvme_states_gbs(const CalibrateOptions& opt, Communicator* comm) {
-  const int ranks = comm ? comm->size() : 1;
-  const std::filesystem::path dir =
-      std::filesystem::path(opt.nvme_path) / ("calibrate-states-" + std::to_string(comm ? comm->rank() : 0));
+// The optimizer's NVMe states as training moves them: `bench offload`'s IO alone (a shard's master, m and
+// v read and written back unit by unit through the swap ring, as training's optimizer step does, checksums
+// on) in a folder of this rank's own under the NVMe path, on a shard of 4M elements in 4 units (48 MB each
+// way: the size of the validation runs' shards, 1-8M elements in 3-8 groups), the median of 5
+// repetitions. Returns the seconds and the bytes moved (both ways).
+std::pair<double, double> time_nvme_states(const CalibrateOptions& opt, int rank) {
+  const std::filesystem::path dir = std::filesystem::path(opt.nvme_path) / ("calibrate-states-" + std::to_string(rank));
   std::filesystem::create_directories(dir);
   OffloadBenchOptions o;
   o.path = dir.string();
   o.params = 4'000'000;
   o.sub_group_size = o.params / 4;
   o.reps = 5;
-  if (comm) comm->barrier()->wait();
   nlohmann::json r;
   try {
     r = run_offload_bench(o, true);
@@ -82,10 +79,35 @@ double nvme_states_gbs(const CalibrateOptions& opt, Communicator* comm) {
   std::filesystem::remove_all(dir);
   TZ_CHECK(r["wrong"].get<long long>() == 0, "bench calibrate: the NVMe states read back from ", dir.string(),
            " differ from the same steps run in memory (", r["wrong"].get<long long>(), " values); check the disk");
-  const double moved = r["io_gbps"].get<double>() * r["io_ms"].get<double>() * 1e6;  // bytes, both ways
-  double slowest = r["io_ms"].get<double>() / 1e3;
+  const double s = r["io_ms"].get<double>() / 1e3;
+  return {s, r["io_gbps"].get<double>() * 1e9 * s};
+}
+
+// The states' rates (hardware.h): every rank of the node at once, its ranks' bytes over the slowest rank's
+// time (nvme_states_gbs); then rank 0 alone while the others wait asleep (nvme_states_solo_gbs). `bench io`
+// streams one extent after another from one rank instead (perf/README.md).
+void measure_nvme_states(const CalibrateOptions& opt, Communicator* comm, Hardware& h) {
+  const int ranks = comm ? comm->size() : 1, rank = comm ? comm->rank() : 0;
+  if (comm) comm->barrier()->wait();
+  auto [slowest, moved] = time_nvme_states(opt, rank);
   if (comm) comm->all_reduce(&slowest, 1, DType::f64, ReduceOp::max)->wait();
-  return ranks * moved / slowest / 1e9;
+  h.nvme_states_gbs = ranks * moved / slowest / 1e9;
+  if (ranks == 1) {
+    h.nvme_states_solo_gbs = h.nvme_states_gbs;
+    return;
+  }
+  double solo = 0;
+  if (rank == 0) {
+    comm->barrier()->wait();
+    const auto [s, bytes] = time_nvme_states(opt, rank);
+    solo = bytes / s / 1e9;
+    comm->barrier()->wait();
+  } else {
+    wait_asleep(*comm);
+    wait_asleep(*comm);
+  }
+  comm->all_reduce(&solo, 1, DType::f64, ReduceOp::max)->wait();
+  h.nvme_states_solo_gbs = solo;
 }
 
 }  // namespace
@@ -178,7 +200,7 @@ Hardware calibrate(const CalibrateOptions& opt, Communicator* comm, bool quiet) 
     h.nvme_read_gbs = r["read_gbps"].get<double>();
     h.nvme_write_gbs = r["write_gbps"].get<double>();
   }
-  if (!opt.nvme_path.empty()) h.nvme_states_gbs = nvme_states_gbs(opt, comm);
+  if (!opt.nvme_path.empty()) measure_nvme_states(opt, comm, h);
   measure_cast_rate(ranks, h);
   std::string spread;
   if (comm && ranks > 1) spread = measure_comm_terms(dynamic_cast<MpiCommunicator&>(*comm), opt, h);

@@ -153,6 +153,7 @@ nlohmann::json Hardware::to_json() const {
           {"nvme_read_gbs", nvme_read_gbs},
           {"nvme_write_gbs", nvme_write_gbs},
           {"nvme_states_gbs", nvme_states_gbs},
+          {"nvme_states_solo_gbs", nvme_states_solo_gbs},
           {"intra_gbs", intra_gbs},
           {"inter_gbs", inter_gbs},
           {"latency_us", latency_us},
@@ -303,7 +304,8 @@ Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
   // Since issue 33; optional (0: not measured).
   for (auto [key, field] : {std::pair{"reduce_scatter_gbs", &h.reduce_scatter_gbs}, std::pair{"all_gather_gbs", &h.all_gather_gbs},
                             std::pair{"all_reduce_gbs", &h.all_reduce_gbs}, std::pair{"cast_gbs", &h.cast_gbs},
-                            std::pair{"nvme_states_gbs", &h.nvme_states_gbs}})
+                            std::pair{"nvme_states_gbs", &h.nvme_states_gbs},
+                            std::pair{"nvme_states_solo_gbs", &h.nvme_states_solo_gbs}})
     if (j.contains(key)) *field = rate(key);
   if (j.contains("sync_us")) h.sync_us = num("sync_us", 0, 1e9);
   if (j.contains("sync_fraction")) h.sync_fraction = num("sync_fraction", 0, 1);

@@ -84,6 +84,11 @@ struct Hardware {
   // ring, every rank of the node at once (`tierzero bench offload`'s IO alone), whose unit-by-unit reads
   // and writes beside the other ranks' get a fraction of a sequential stream's rate.
   double nvme_states_gbs = 0;
+  // The same path with one rank alone while the others wait (since issue 33; 0: not measured): one rank's
+  // unit-by-unit reads and writes keep fewer requests in flight than the node's ranks together, and get less
+  // of the disk than nvme_states_gbs (a one-rank node's rate; between one rank and the calibrated ranks,
+  // straight between the two).
+  double nvme_states_solo_gbs = 0;
   double intra_gbs = 0;      // collective bus bandwidth per rank inside a node
   double inter_gbs = 0;      // per rank between nodes
   double latency_us = 0;     // fixed cost of one collective

@@ -72,6 +72,17 @@ double cpu_rank_rate(const Hardware& hw, DType dt, int ranks) {
   return at_cal + (solo - at_cal) * std::log2(cores / t_cal) / std::log2(double(hw.cores) / t_cal);
 }
 
+// Bytes per second of NVMe states one rank of `rpn` on the node moves: the node's rate measured with every
+// calibrated rank at once, shared; one rank alone, its solo rate; between (fewer ranks than calibrated),
+// straight between the two in the ranks. Without a solo rate, the node's shared.
+double nvme_states_rank_rate(const Hardware& hw, int rpn) {
+  const double node = hw.nvme_states_gbs * 1e9, solo = hw.nvme_states_solo_gbs * 1e9;
+  if (solo <= 0) return node / rpn;
+  const int calibrated = hw.calibrated_threads > 0 && hw.cores > 0 ? std::max(1, hw.cores / hw.calibrated_threads) : 1;
+  if (rpn >= calibrated) return (rpn == 1 ? solo : node) / rpn;
+  return (solo + (node - solo) * (rpn - 1) / (calibrated - 1)) / rpn;
+}
+
 }  // namespace
 
 double model_flops(const ModelConfig& c, int B, int T) {
@@ -250,7 +261,7 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
   // The states' traffic at the rate calibrated on their own path (the swap ring, every rank at once) when
   // there is one, else at the store's sequential rates.
   const double nvme_io = nvme_opt_rw == 0              ? 0.0  // no NVMe states (and perhaps no NVMe rates: not 0/0)
-                         : hw.nvme_states_gbs > 0 ? 2 * nvme_opt_rw / (hw.nvme_states_gbs * 1e9 / rpn)
+                         : hw.nvme_states_gbs > 0 ? 2 * nvme_opt_rw / nvme_states_rank_rate(hw, rpn)
                                                   : nvme_opt_rw / (hw.nvme_read_gbs * 1e9 / rpn) +
                                                         nvme_opt_rw / (hw.nvme_write_gbs * 1e9 / rpn);
   // NVMe states stream through the CPU Adam sub-group by sub-group: the slower of the two sets the pace,

@@ -313,6 +313,38 @@ TEST(StepTime, NvmeStatesGoAtTheirCalibratedRateWhenThereIsOne) {
   EXPECT_THROW(Hardware::from_json(old, "x"), Error);
 }
 
+// With a solo rate (one rank alone on the path) too, a node of one rank moves its states at it, a node of
+// the calibrated ranks or more shares the node's rate, and between the two the node's rate is straight
+// between them in the ranks. The file keeps the solo rate, and a file without it loads as 0.
+TEST(StepTime, OneRankAloneMovesItsNvmeStatesAtTheSoloRate) {
+  Hardware h = simple();
+  h.cores = 4, h.calibrated_threads = 1;  // calibrated with 4 ranks of one thread
+  h.nvme_states_gbs = 3, h.nvme_states_solo_gbs = 1.5;
+  auto nvme_s = [&](int world) {
+    PlanInputs in = tiny(2, world);
+    in.offload.optimizer = Tier::nvme;
+    in.offload.nvme_paths = {"/nowhere"};
+    const MemoryPlan plan = plan_memory(in);
+    double opt = 0;
+    for (const auto& g : plan.placement.groups) opt += double(g.opt_range.count);
+    const StepTerm& t = term(predict_step(plan, h, 1), "optimizer");
+    // "... NVMe states X ms (...": the term's NVMe part, against the bytes it moved
+    const std::string d = t.detail;
+    const std::size_t at = d.find("NVMe states ") + 12;
+    return std::pair{std::stod(d.substr(at)) / 1e3, 2 * opt * 12};
+  };
+  auto [t1, b1] = nvme_s(1);
+  EXPECT_NEAR(t1, b1 / 1.5e9, 1e-5) << "one rank: the solo rate";
+  auto [t2, b2] = nvme_s(2);
+  EXPECT_NEAR(t2, b2 / ((1.5e9 + (3e9 - 1.5e9) / 3) / 2), 1e-5) << "2 of the 4 calibrated: a third of the way";
+  auto [t4, b4] = nvme_s(4);
+  EXPECT_NEAR(t4, b4 / (3e9 / 4), 1e-5) << "the calibrated 4: the node's rate shared";
+  EXPECT_DOUBLE_EQ(Hardware::from_json(h.to_json(), "x").nvme_states_solo_gbs, 1.5);
+  nlohmann::json old = h.to_json();
+  old.erase("nvme_states_solo_gbs");
+  EXPECT_EQ(Hardware::from_json(old, "x").nvme_states_solo_gbs, 0.0);
+}
+
 // States on a numa:N tier: the CPU Adam reads and writes their 12 bytes per element at the node's rates
 // (the node's, over its 4 ranks; the slower direction sets the pace) when that is slower than its own stream; with no rates given for the
 // node, the host tier's prediction, and the detail says so. Stage 3's parameter fetches from the node go
