@@ -49,19 +49,22 @@ inline __m256i mul64(__m256i a, std::uint64_t b) {
   return _mm256_add_epi64(_mm256_mul_epu32(a, bl), _mm256_slli_epi64(cross, 32));
 }
 
-inline __m256i counter_bits4(std::uint64_t base, __m256i e) {
-  __m256i z = mul64(_mm256_add_epi64(e, _mm256_set1_epi64x(std::int64_t(kSrElementAdd))), kSrElementMul);
+// counter_bits for 4 elements from their z = (e + kSrElementAdd) * kSrElementMul (64-bit lanes).
+inline __m256i counter_bits4(std::uint64_t base, __m256i z) {
   z = _mm256_xor_si256(z, _mm256_set1_epi64x(std::int64_t(base)));
   z = mul64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)), kSrMix1);
   z = mul64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)), kSrMix2);
   return _mm256_xor_si256(z, _mm256_srli_epi64(z, 31));
 }
 
-// The random bits of elements e .. e + 7, one per 32-bit lane.
+// The random bits of elements e .. e + 7, one per 32-bit lane. Element e + j's z is e's plus j * kSrElementMul
+// mod 2^64: one scalar product and vector adds in place of an emulated 64-bit multiply.
 inline __m256i counter_bits8(std::uint64_t base, std::uint64_t e) {
-  const __m256i lanes = _mm256_set_epi64x(3, 2, 1, 0);
-  const __m256i a = counter_bits4(base, _mm256_add_epi64(_mm256_set1_epi64x(std::int64_t(e)), lanes));
-  const __m256i b = counter_bits4(base, _mm256_add_epi64(_mm256_set1_epi64x(std::int64_t(e + 4)), lanes));
+  constexpr std::uint64_t m = kSrElementMul;
+  const __m256i steps = _mm256_set_epi64x(std::int64_t(3 * m), std::int64_t(2 * m), std::int64_t(m), 0);
+  const __m256i z = _mm256_add_epi64(_mm256_set1_epi64x(std::int64_t((e + kSrElementAdd) * m)), steps);
+  const __m256i a = counter_bits4(base, z);
+  const __m256i b = counter_bits4(base, _mm256_add_epi64(z, _mm256_set1_epi64x(std::int64_t(4 * m))));
   // The high dwords, in 128-bit lanes [a0 a1 b0 b1 | a2 a3 b2 b3]; then into element order.
   const __m256 h = _mm256_shuffle_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b), _MM_SHUFFLE(3, 1, 3, 1));
   return _mm256_permute4x64_epi64(_mm256_castps_si256(h), _MM_SHUFFLE(3, 1, 2, 0));

@@ -31,21 +31,25 @@ inline __mmask16 finite(__m512 g) {
 inline __m512 bf16_to_float(__m256i h) { return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)); }
 inline __m256i top_halves(__m512i x) { return _mm512_cvtepi32_epi16(_mm512_srli_epi32(x, 16)); }
 
-// counter_bits for the 8 elements e (64-bit lanes): the SplitMix64 finalizer, its high half in each lane.
-inline __m512i counter_bits8(std::uint64_t base, __m512i e) {
-  __m512i z = _mm512_mullo_epi64(_mm512_add_epi64(e, _mm512_set1_epi64(std::int64_t(kSrElementAdd))),
-                                 _mm512_set1_epi64(std::int64_t(kSrElementMul)));
+// counter_bits for 8 elements from their z = (e + kSrElementAdd) * kSrElementMul (64-bit lanes): the
+// SplitMix64 finalizer, its high half in each lane.
+inline __m512i counter_bits8(std::uint64_t base, __m512i z) {
   z = _mm512_xor_si512(z, _mm512_set1_epi64(std::int64_t(base)));
   z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 30)), _mm512_set1_epi64(std::int64_t(kSrMix1)));
   z = _mm512_mullo_epi64(_mm512_xor_si512(z, _mm512_srli_epi64(z, 27)), _mm512_set1_epi64(std::int64_t(kSrMix2)));
   return _mm512_xor_si512(z, _mm512_srli_epi64(z, 31));
 }
 
-// The random bits of elements e, e + 1, ..., e + 15, one per 32-bit lane.
+// The random bits of elements e, e + 1, ..., e + 15, one per 32-bit lane. Element e + j's z is e's plus
+// j * kSrElementMul mod 2^64: one scalar product and vector adds in place of a 64-bit vector multiply.
 inline __m512i counter_bits16(std::uint64_t base, std::uint64_t e) {
-  const __m512i lanes = _mm512_set_epi64(7, 6, 5, 4, 3, 2, 1, 0);
-  const __m512i a = counter_bits8(base, _mm512_add_epi64(_mm512_set1_epi64(std::int64_t(e)), lanes));
-  const __m512i b = counter_bits8(base, _mm512_add_epi64(_mm512_set1_epi64(std::int64_t(e + 8)), lanes));
+  constexpr std::uint64_t m = kSrElementMul;
+  const __m512i steps = _mm512_set_epi64(std::int64_t(7 * m), std::int64_t(6 * m), std::int64_t(5 * m),
+                                         std::int64_t(4 * m), std::int64_t(3 * m), std::int64_t(2 * m),
+                                         std::int64_t(m), 0);
+  const __m512i z = _mm512_add_epi64(_mm512_set1_epi64(std::int64_t((e + kSrElementAdd) * m)), steps);
+  const __m512i a = counter_bits8(base, z);
+  const __m512i b = counter_bits8(base, _mm512_add_epi64(z, _mm512_set1_epi64(std::int64_t(8 * m))));
   const __m512i high_dwords = _mm512_set_epi32(31, 29, 27, 25, 23, 21, 19, 17, 15, 13, 11, 9, 7, 5, 3, 1);
   return _mm512_permutex2var_epi32(a, high_dwords, b);
 }
