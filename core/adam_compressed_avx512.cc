@@ -1,5 +1,5 @@
 // The compressed-state AdamW's AVX-512 path (avx512f/bw/vl/dq, as cpu_adam_avx512.cc): int8 moments a
-// block of 256 at a time in one pass (dequantize by gather, update in fp32, the block's absmax, quantize by
+// block of 256 at a time (dequantize by 16-bit permutes, update in fp32, the block's absmax, quantize by
 // a gather from the code buckets of core/code_buckets.h), bf16 moments 16 elements a vector; fp32 or bf16-sr
 // master. Every operation is the scalar definition's (core/adam_int8.cc) in its order: no FMA
 // (-ffp-contract=off), IEEE division and square root, and the stochastic rounding's 64-bit counter hash lane
@@ -110,6 +110,50 @@ inline __m512i nearest_codes(const Buckets& b, __m512 q) {
   return _mm512_mask_add_epi32(code, above, code, _mm512_set1_epi32(1));
 }
 
+// A map's 256 values as two planes of 16-bit halves, for map[c] by in-register permutes 32 codes at a time:
+// per plane four two-register look-ups of 64 and a blend on each of the code's top two bits, then the halves
+// interleaved. On Zen 5 that is 0.12 ns a value against 0.35 for a 16-lane gather (a micro-benchmark).
+struct Halves {
+  alignas(64) std::uint16_t lo[256], hi[256];
+};
+
+Halves halves(const float* map) {
+  Halves h;
+  for (int c = 0; c < 256; ++c) {
+    std::uint32_t u;
+    std::memcpy(&u, map + c, 4);
+    h.lo[c] = std::uint16_t(u), h.hi[c] = std::uint16_t(u >> 16);
+  }
+  return h;
+}
+
+inline __m512i look_up(const std::uint16_t* plane, __m512i c, __mmask32 bit6, __mmask32 bit7) {
+  const auto part = [&](int q) { return _mm512_load_si512(plane + 32 * q); };
+  const __m512i a = _mm512_mask_mov_epi16(_mm512_permutex2var_epi16(part(0), c, part(1)), bit6,
+                                          _mm512_permutex2var_epi16(part(2), c, part(3)));
+  const __m512i b = _mm512_mask_mov_epi16(_mm512_permutex2var_epi16(part(4), c, part(5)), bit6,
+                                          _mm512_permutex2var_epi16(part(6), c, part(7)));
+  return _mm512_mask_mov_epi16(a, bit7, b);
+}
+
+// out[i] = map[codes[i]] * absmax for a block's 256 codes. unpacklo/hi pair the words of each 128-bit lane,
+// so the codes go in the order that makes their outputs elements 0-15 and 16-31: word 8L + k of lane L
+// (k < 4) takes code 4L + k, word 8L + 4 + k code 16 + 4L + k.
+inline void dequantize(const Halves& h, const std::uint8_t* codes, float absmax, float* out) {
+  const __m512i order = _mm512_set_epi16(31, 30, 29, 28, 15, 14, 13, 12, 27, 26, 25, 24, 11, 10, 9, 8,  //
+                                         23, 22, 21, 20, 7, 6, 5, 4, 19, 18, 17, 16, 3, 2, 1, 0);
+  const __m512 a = _mm512_set1_ps(absmax);
+  for (std::size_t i = 0; i < kBlock; i += 32) {
+    const __m512i c = _mm512_permutexvar_epi16(
+        order, _mm512_cvtepu8_epi16(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(codes + i))));
+    const __mmask32 bit6 = _mm512_test_epi16_mask(c, _mm512_set1_epi16(64));
+    const __mmask32 bit7 = _mm512_test_epi16_mask(c, _mm512_set1_epi16(128));
+    const __m512i lo = look_up(h.lo, c, bit6, bit7), hi = look_up(h.hi, c, bit6, bit7);
+    _mm512_store_ps(out + i, _mm512_mul_ps(_mm512_castsi512_ps(_mm512_unpacklo_epi16(lo, hi)), a));
+    _mm512_store_ps(out + i + 16, _mm512_mul_ps(_mm512_castsi512_ps(_mm512_unpackhi_epi16(lo, hi)), a));
+  }
+}
+
 // quantize_block's codes for 16 values x of a block with this absmax (zero_code where it is 0).
 template <bool KeepNonzero>
 inline __m512i codes16(const Buckets& s, __m512 x, __m512 absmax, bool positive, __m512i zero_code,
@@ -137,7 +181,7 @@ inline void store_codes(std::uint8_t* out, __m512i c) {
 struct Tables {
   Vec k;
   Buckets s, u;
-  const float *smap, *umap;
+  Halves smap, umap;
   std::uint8_t szero, uzero;
   std::uint64_t base;
 };
@@ -147,14 +191,12 @@ template <Master M>
 void int8_block(const Tables& t, void* p, const float* g, std::uint8_t* mc, float* m_abs, std::uint8_t* vc,
                 float* v_abs, std::uint64_t element) {
   alignas(64) float m[kBlock], v[kBlock];
-  const __m512 ma = _mm512_set1_ps(*m_abs), va = _mm512_set1_ps(*v_abs);
+  dequantize(t.smap, mc, *m_abs, m);
+  dequantize(t.umap, vc, *v_abs, v);
   __m512 mmax = _mm512_setzero_ps(), vmax = _mm512_setzero_ps();
   for (std::size_t i = 0; i < kBlock; i += 16) {
     const __m512 gv = _mm512_loadu_ps(g + i);
-    const __m512i mi = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(mc + i)));
-    const __m512i vi = _mm512_cvtepu8_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(vc + i)));
-    __m512 mv = _mm512_mul_ps(_mm512_i32gather_ps(mi, t.smap, 4), ma);
-    __m512 vv = _mm512_mul_ps(_mm512_i32gather_ps(vi, t.umap, 4), va);
+    __m512 mv = _mm512_load_ps(m + i), vv = _mm512_load_ps(v + i);
     const __mmask16 ok = finite(gv);
     __m512 pn = load_p<M>(p, i), mn = mv, vn = vv;
     update(t.k, pn, mn, vn, gv);
@@ -208,8 +250,9 @@ void short_block(const Tables& t, void* p, const float* g, std::size_t n, std::u
 template <Master M>
 void int8_run(const Consts& k, void* p, const float* g, std::size_t n, std::uint8_t* m, float* m_abs,
               std::uint8_t* v, float* v_abs, std::uint64_t element) {
-  const Tables t{broadcast(k.adam),   arrange(k.signed_buckets), arrange(k.unsigned_buckets), k.signed_map,
-                 k.unsigned_map, k.signed_zero,                k.unsigned_zero,                k.sr_base};
+  const Tables t{broadcast(k.adam),     arrange(k.signed_buckets), arrange(k.unsigned_buckets),
+                 halves(k.signed_map),  halves(k.unsigned_map),    k.signed_zero,
+                 k.unsigned_zero,       k.sr_base};
   const std::size_t ps = M == Master::fp32 ? 4 : 2;
   for (std::size_t at = 0, b = 0; at < n; at += kBlock, ++b) {
     void* pb = static_cast<char*>(p) + at * ps;
