@@ -10,10 +10,11 @@ namespace tz {
 
 // The floats of [-1, 1] in buckets. |x|'s bits shifted right by `shift`, less the first bucketed binade's
 // (2^-23: every threshold of both maps lies above it, the smallest at 1.6e-7), clamped to [0, top], give a
-// positive x's bucket; the binades below 2^-23 share bucket 0. A negative x's bucket is neg_base plus the
-// same index and'ed with neg_mask (0 for the unsigned map, whose negative floats all take code 0: one
-// bucket). Within a bucket the floats' order is that of their low `shift` bits (their complement for
-// negative floats: a larger magnitude is a smaller value), so a threshold is compared as an integer.
+// positive x's bucket; the binades below 2^-23 share bucket 0 with that binade's first bucket. A negative
+// x's bucket is neg_base plus the same index and'ed with neg_mask (0 for the unsigned map, whose negative
+// floats all take code 0: one bucket). Within a bucket the floats' order is that of their low `shift` bits
+// (their complement for negative floats: a larger magnitude is a smaller value), so a threshold is compared
+// as an integer.
 struct CodeBuckets {
   std::uint32_t shift;  // 17 for the signed map (6 mantissa bits), 16 for the unsigned one (7)
   std::uint32_t first;  // |x|'s bits >> shift of the first bucketed binade's first float
