@@ -9,6 +9,7 @@
 #include "core/adam_compressed_kernels.h"
 #include "core/adam_int8.h"
 #include "core/blockwise_quant.h"
+#include "core/code_buckets.h"
 #include "core/error.h"
 #include "core/quant_map.h"
 #include "core/stochastic_round.h"
@@ -33,8 +34,8 @@ Consts consts(const AdamStep& s, std::uint64_t seed) {
   k.adam = cpu_adam_detail::consts_for(s);
   k.signed_map = dynamic_map(true).data();
   k.unsigned_map = dynamic_map(false).data();
-  k.signed_thresholds = code_thresholds(true).data();
-  k.unsigned_thresholds = code_thresholds(false).data();
+  k.signed_buckets = code_buckets(true);
+  k.unsigned_buckets = code_buckets(false);
   k.signed_zero = nearest_code(dynamic_map(true), 0.0f);
   k.unsigned_zero = nearest_code(dynamic_map(false), 0.0f);
   k.sr_base = sr_base(seed, std::uint64_t(s.step));

@@ -1,8 +1,7 @@
 // The compressed-state AdamW's AVX2 path (avx2/fma/f16c, as cpu_adam_avx2.cc): the AVX-512 path's
 // structure at 8 lanes. Without mask registers, short blocks and tails run padded with zeros, skipped
-// elements are blended back before plain stores, and the search looks its first six steps up in registers
-// and its last two by gather. Without a 64-bit multiply, the stochastic rounding's hash builds each
-// product from three 32x32-bit ones. The same operations as core/adam_int8.cc, in order.
+// elements are blended back before plain stores. Without a 64-bit multiply, the stochastic rounding's hash
+// builds each product from three 32x32-bit ones. The same operations as core/adam_int8.cc, in order.
 #include <immintrin.h>
 
 #include <cstddef>
@@ -50,19 +49,22 @@ inline __m256i mul64(__m256i a, std::uint64_t b) {
   return _mm256_add_epi64(_mm256_mul_epu32(a, bl), _mm256_slli_epi64(cross, 32));
 }
 
-inline __m256i counter_bits4(std::uint64_t base, __m256i e) {
-  __m256i z = mul64(_mm256_add_epi64(e, _mm256_set1_epi64x(std::int64_t(kSrElementAdd))), kSrElementMul);
+// counter_bits for 4 elements from their z = (e + kSrElementAdd) * kSrElementMul (64-bit lanes).
+inline __m256i counter_bits4(std::uint64_t base, __m256i z) {
   z = _mm256_xor_si256(z, _mm256_set1_epi64x(std::int64_t(base)));
   z = mul64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 30)), kSrMix1);
   z = mul64(_mm256_xor_si256(z, _mm256_srli_epi64(z, 27)), kSrMix2);
   return _mm256_xor_si256(z, _mm256_srli_epi64(z, 31));
 }
 
-// The random bits of elements e .. e + 7, one per 32-bit lane.
+// The random bits of elements e .. e + 7, one per 32-bit lane. Element e + j's z is e's plus j * kSrElementMul
+// mod 2^64: one scalar product and vector adds in place of an emulated 64-bit multiply.
 inline __m256i counter_bits8(std::uint64_t base, std::uint64_t e) {
-  const __m256i lanes = _mm256_set_epi64x(3, 2, 1, 0);
-  const __m256i a = counter_bits4(base, _mm256_add_epi64(_mm256_set1_epi64x(std::int64_t(e)), lanes));
-  const __m256i b = counter_bits4(base, _mm256_add_epi64(_mm256_set1_epi64x(std::int64_t(e + 4)), lanes));
+  constexpr std::uint64_t m = kSrElementMul;
+  const __m256i steps = _mm256_set_epi64x(std::int64_t(3 * m), std::int64_t(2 * m), std::int64_t(m), 0);
+  const __m256i z = _mm256_add_epi64(_mm256_set1_epi64x(std::int64_t((e + kSrElementAdd) * m)), steps);
+  const __m256i a = counter_bits4(base, z);
+  const __m256i b = counter_bits4(base, _mm256_add_epi64(z, _mm256_set1_epi64x(std::int64_t(4 * m))));
   // The high dwords, in 128-bit lanes [a0 a1 b0 b1 | a2 a3 b2 b3]; then into element order.
   const __m256 h = _mm256_shuffle_ps(_mm256_castsi256_ps(a), _mm256_castsi256_ps(b), _MM_SHUFFLE(3, 1, 3, 1));
   return _mm256_permute4x64_epi64(_mm256_castps_si256(h), _MM_SHUFFLE(3, 1, 2, 0));
@@ -101,59 +103,32 @@ inline void store_p(void* p, std::size_t i, __m256 keep, __m256 old, __m256 x, s
   }
 }
 
-// The first six steps of the search from registers: at step s the candidate is t[c + s], one of 256 / 2s
-// values, looked up by c / 2s (s = 128: one value; 64, 32, 16: an 8-entry permute; 8: two, 4: four, with
-// blends on the index's high bits). The last two by gather: with the steps of 8 and 4 by gather too, int8 +
-// bf16-sr on GPT-2 124M took 622 ms a step at two threads, with them in registers 470 (medians of 3 runs).
-struct Search {
-  __m256 t128, t64, t32, t16, t8[2], t4[4];
-  const float* t;
+// A map's code buckets (core/code_buckets.h) in lanes: bucket_code, 8 values at a time, by one gather.
+struct Buckets {
+  __m256i first, top, neg_base, neg_mask, low_mask;
+  __m128i shift;
+  const std::uint32_t* entry;
 };
 
-Search arrange(const float* t) {
-  float tab[8];
-  Search s;
-  auto table = [&](int step, int j0) {
-    for (int j = 0; j < 8; ++j) {
-      const int at = step + 2 * step * (j0 + j);
-      tab[j] = at < 256 ? t[at] : 0.0f;
-    }
-    return _mm256_loadu_ps(tab);
-  };
-  s.t128 = _mm256_set1_ps(t[128]);
-  s.t64 = table(64, 0), s.t32 = table(32, 0), s.t16 = table(16, 0);
-  for (int h = 0; h < 2; ++h) s.t8[h] = table(8, 8 * h);
-  for (int h = 0; h < 4; ++h) s.t4[h] = table(4, 8 * h);
-  s.t = t;
-  return s;
+Buckets arrange(const CodeBuckets& b) {
+  const auto lanes = [](std::uint32_t x) { return _mm256_set1_epi32(int(x)); };
+  return {lanes(b.first), lanes(b.top), lanes(b.neg_base), lanes(b.neg_mask), lanes((1u << b.shift) - 1),
+          _mm_cvtsi32_si128(int(b.shift)), b.entry};
 }
 
-// The lane's bit `bit` of j as a blend mask.
-inline __m256 bit_set(__m256i j, int bit) {
-  const __m256i b = _mm256_set1_epi32(bit);
-  return _mm256_castsi256_ps(_mm256_cmpeq_epi32(_mm256_and_si256(j, b), b));
-}
-
-inline __m256i search(const Search& s, __m256 q) {
-  __m256i c = _mm256_setzero_si256();
-  const auto step = [&](__m256 candidate, int size) {
-    const __m256i le = _mm256_castps_si256(_mm256_cmp_ps(candidate, q, _CMP_LE_OQ));
-    c = _mm256_add_epi32(c, _mm256_and_si256(le, _mm256_set1_epi32(size)));
-  };
-  step(s.t128, 128);
-  step(_mm256_permutevar8x32_ps(s.t64, _mm256_srli_epi32(c, 7)), 64);
-  step(_mm256_permutevar8x32_ps(s.t32, _mm256_srli_epi32(c, 6)), 32);
-  step(_mm256_permutevar8x32_ps(s.t16, _mm256_srli_epi32(c, 5)), 16);
-  __m256i j = _mm256_srli_epi32(c, 4);
-  step(_mm256_blendv_ps(_mm256_permutevar8x32_ps(s.t8[0], j), _mm256_permutevar8x32_ps(s.t8[1], j), bit_set(j, 8)), 8);
-  j = _mm256_srli_epi32(c, 3);
-  const __m256 b8 = bit_set(j, 8);
-  const __m256 lo = _mm256_blendv_ps(_mm256_permutevar8x32_ps(s.t4[0], j), _mm256_permutevar8x32_ps(s.t4[1], j), b8);
-  const __m256 hi = _mm256_blendv_ps(_mm256_permutevar8x32_ps(s.t4[2], j), _mm256_permutevar8x32_ps(s.t4[3], j), b8);
-  step(_mm256_blendv_ps(lo, hi, bit_set(j, 16)), 4);
-  for (int size = 2; size >= 1; size /= 2)
-    step(_mm256_i32gather_ps(s.t, _mm256_add_epi32(c, _mm256_set1_epi32(size)), 4), size);
-  return c;
+// bucket_code(b, q) for q in [-1, 1], not NaN.
+inline __m256i nearest_codes(const Buckets& b, __m256 q) {
+  const __m256i u = _mm256_castps_si256(q), a = _mm256_and_si256(u, _mm256_set1_epi32(0x7fffffff));
+  const __m256i negative = _mm256_srai_epi32(u, 31);
+  // A negative value's low bits complemented (mask - x is mask ^ x within the mask).
+  const __m256i low = _mm256_and_si256(_mm256_xor_si256(u, negative), b.low_mask);
+  __m256i j = _mm256_sub_epi32(_mm256_srl_epi32(a, b.shift), b.first);
+  j = _mm256_min_epi32(_mm256_max_epi32(j, _mm256_setzero_si256()), b.top);
+  j = _mm256_blendv_epi8(j, _mm256_add_epi32(_mm256_and_si256(j, b.neg_mask), b.neg_base), negative);
+  const __m256i e = _mm256_i32gather_epi32(reinterpret_cast<const int*>(b.entry), j, 4);
+  // code + (low >= threshold): both under 2^24, so the signed compare orders them (-1 where low is below).
+  const __m256i below = _mm256_cmpgt_epi32(_mm256_and_si256(e, _mm256_set1_epi32(0xffffff)), low);
+  return _mm256_add_epi32(_mm256_add_epi32(_mm256_srli_epi32(e, 24), _mm256_set1_epi32(1)), below);
 }
 
 // 8 codes (each < 256 in a 32-bit lane) to 8 bytes at `out`.
@@ -174,13 +149,14 @@ inline float reduce_max(__m256 x) {
 
 // quantize_block's codes for 8 values x of a block with this absmax (zero_code where it is 0).
 template <bool KeepNonzero>
-inline __m256i codes8(const Search& s, __m256 x, __m256 absmax, bool positive, __m256i zero_code, std::uint8_t zero) {
+inline __m256i codes8(const Buckets& s, __m256 x, __m256 absmax, bool positive, __m256i zero_code,
+                      std::uint8_t zero) {
   const __m256 zero_ps = _mm256_setzero_ps();
   __m256i c = zero_code;
   if (positive) {
     __m256 q = _mm256_div_ps(x, absmax);
     q = _mm256_andnot_ps(_mm256_cmp_ps(q, q, _CMP_UNORD_Q), q);  // nearest_code(NaN) is 0's
-    c = search(s, q);
+    c = nearest_codes(s, q);
   }
   if constexpr (KeepNonzero) {
     const __m256i fix = _mm256_and_si256(_mm256_cmpeq_epi32(c, zero_code),
@@ -194,7 +170,7 @@ inline __m256i codes8(const Search& s, __m256 x, __m256 absmax, bool positive, _
 
 struct Tables {
   Vec k;
-  Search s, u;
+  Buckets s, u;
   const float *smap, *umap;
   std::uint8_t szero, uzero;
   std::uint64_t base;
@@ -226,7 +202,7 @@ void int8_block(const Tables& t, void* p, const float* g, std::uint8_t* mc, floa
     vmax = _mm256_max_ps(abs_ps(vv), vmax);
   }
   // quantize_block for both moments in one loop, two vectors of each an iteration: four independent
-  // chains of the search's 8 dependent steps (see the AVX-512 path).
+  // divide-and-gather chains (see the AVX-512 path).
   const float m_max = reduce_max(mmax), v_max = reduce_max(vmax);
   const bool m_pos = m_max > 0.0f, v_pos = v_max > 0.0f;
   const __m256 ma2 = _mm256_set1_ps(m_max), va2 = _mm256_set1_ps(v_max);
@@ -266,7 +242,7 @@ void short_block(const Tables& t, void* p, const float* g, std::size_t n, std::u
 template <Master M>
 void int8_run(const Consts& k, void* p, const float* g, std::size_t n, std::uint8_t* m, float* m_abs,
               std::uint8_t* v, float* v_abs, std::uint64_t element) {
-  const Tables t{broadcast(k.adam),   arrange(k.signed_thresholds), arrange(k.unsigned_thresholds), k.signed_map,
+  const Tables t{broadcast(k.adam),   arrange(k.signed_buckets), arrange(k.unsigned_buckets), k.signed_map,
                  k.unsigned_map, k.signed_zero,                k.unsigned_zero,                k.sr_base};
   const std::size_t ps = M == Master::fp32 ? 4 : 2;
   for (std::size_t at = 0, b = 0; at < n; at += kBlock, ++b) {

@@ -7,8 +7,9 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "core/dtype.h"
+#include "core/code_buckets.h"
 #include "core/cpu_adam_kernels.h"
+#include "core/dtype.h"
 #include "core/elementwise.h"
 
 namespace tz::adam_compressed_detail {
@@ -19,8 +20,8 @@ struct Consts {
   cpu_adam_detail::Consts adam;  // the update's, as the fp32 CPU Adam derives them
   const float* signed_map;    // dynamic_map(true): m's values, 256
   const float* unsigned_map;  // dynamic_map(false): v's
-  const float* signed_thresholds;  // code_thresholds(true), 256
-  const float* unsigned_thresholds;
+  CodeBuckets signed_buckets;  // code_buckets(true): m's nearest codes
+  CodeBuckets unsigned_buckets;
   std::uint8_t signed_zero, unsigned_zero;  // the code of 0 in each map
   // counter_bits(seed, step, e) = finalize(sr_base ^ (e + kSrElementAdd) * kSrElementMul): the part that
   // does not depend on the element, computed once.

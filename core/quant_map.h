@@ -25,9 +25,10 @@ std::uint8_t nearest_code(const QuantMap& map, float x);
 
 // The same function as 255 thresholds, for vector code: t[k] (k = 1..255) is the smallest float x with
 // nearest_code(map, x) >= k, and t[0] = -inf; then for every x that is not NaN, nearest_code(map, x) is
-// the largest k with t[k] <= x: a branch-free search of 8 compares, with no distances and no tie rule
-// left to evaluate. nearest_code is monotone in x (x - lo grows and hi - x shrinks as x grows, rounded or
-// not), so each threshold is found by bisecting the floats between two neighbouring map values; built once.
+// the largest k with t[k] <= x, with no distances and no tie rule left to evaluate (core/code_buckets.h
+// turns them into the vector kernels' one look-up). nearest_code is monotone in x (x - lo grows and hi - x
+// shrinks as x grows, rounded or not), so each threshold is found by bisecting the floats between two
+// neighbouring map values; built once.
 using QuantThresholds = std::array<float, 256>;
 const QuantThresholds& code_thresholds(bool is_signed);
 
