@@ -13,7 +13,7 @@ namespace tz {
 
 // 32 random bits for (seed, step, element): SplitMix64's finalizer over the three mixed by odd
 // multipliers (the Weyl constant for each), the high half.
-inline std::uint32_t counter_bits(std::uint64_t seed, std::uint64_t step, std::uint64_t element) {
+TZ_HOST_DEVICE inline std::uint32_t counter_bits(std::uint64_t seed, std::uint64_t step, std::uint64_t element) {
   std::uint64_t z = seed * 0x9E3779B97F4A7C15ull ^ (step + 0xD1B54A32D192ED03ull) * 0xBF58476D1CE4E5B9ull ^
                     (element + 0x8CB92BA72F3D8DD7ull) * 0x94D049BB133111EBull;
   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -25,7 +25,7 @@ inline std::uint32_t counter_bits(std::uint64_t seed, std::uint64_t step, std::u
 // x to bf16, rounded up with probability (x - down) / (up - down) using the low 16 of `random`: the
 // fp32's low 16 bits plus them, truncated. NaN and inf convert as float_to_bf16 does; a finite value
 // never rounds to inf (it keeps the largest finite bf16 below it).
-inline bf16 float_to_bf16_sr(float x, std::uint32_t random) {
+TZ_HOST_DEVICE inline bf16 float_to_bf16_sr(float x, std::uint32_t random) {
   const std::uint32_t u = float_bits(x);
   if ((u & 0x7f800000u) == 0x7f800000u) return float_to_bf16(x);
   const std::uint32_t r = u + (random & 0xffffu);

@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "core/adam_compressed.h"
 #include "core/backend.h"
 #include "core/dtype.h"
 #include "core/view.h"
@@ -57,6 +58,11 @@ void check_finite(cudaStream_t s, double* acc, const float* x, std::size_t n);
 // adam_kernels.cu: math::adamw_update per element, the working copy written through from_float.
 void adamw(cudaStream_t s, float* p, float* m, float* v, const float* g, std::size_t n, const AdamStep& step, void* working,
            DType working_type);
+
+// adam_compressed_kernels.cu: adamw_compressed (core/adam_compressed.h) on the GPU, giving the CPU's bits:
+// codes, absmax, moments and master (an fp32 master and fp32 moments: adamw above).
+void adamw_compressed(cudaStream_t s, const AdamStep& step, const CompressedStates& st, const float* g, std::size_t n,
+                      ShardPosition at);
 
 // attention_{forward,backward}_kernels.cu: fused causal attention with an online softmax (no [T,T]
 // matrix in global memory), grouped-query heads read in place (AttentionShape; KVH == NH is GPT-2's
