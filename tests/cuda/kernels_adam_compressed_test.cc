@@ -5,6 +5,7 @@
 // non-finite gradients and single NaN, inf and overflowing gradient elements. Skips without a GPU.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -68,13 +69,15 @@ std::vector<float> gradients() {
   return g;
 }
 
-CompressedStates view(HostStates& h, MomentFormat mf, MasterFormat pf) {
+// The arrays of one format pair, wherever they are: {fp32 master, bf16 master, fp32 m, fp32 v, bf16 m, bf16
+// v, m codes, v codes} and the absmax arrays.
+CompressedStates states(MomentFormat mf, MasterFormat pf, const std::array<void*, 8>& a, float* m_abs, float* v_abs) {
   CompressedStates s;
   s.moments = mf, s.master = pf;
-  s.p = pf == MasterFormat::bf16_sr ? static_cast<void*>(h.p16.data()) : h.p32.data();
-  if (mf == MomentFormat::fp32) s.m = h.m32.data(), s.v = h.v32.data();
-  if (mf == MomentFormat::bf16) s.m = h.m16.data(), s.v = h.v16.data();
-  if (mf == MomentFormat::int8) s.m = h.mq.data(), s.v = h.vq.data(), s.m_absmax = h.m_abs.data(), s.v_absmax = h.v_abs.data();
+  s.p = a[pf == MasterFormat::bf16_sr ? 1 : 0];
+  const int at = mf == MomentFormat::fp32 ? 2 : mf == MomentFormat::bf16 ? 4 : 6;
+  s.m = a[std::size_t(at)], s.v = a[std::size_t(at) + 1];
+  if (mf == MomentFormat::int8) s.m_absmax = m_abs, s.v_absmax = v_abs;
   return s;
 }
 
@@ -97,18 +100,18 @@ TEST_F(CudaCompressedAdam, GivesTheCpuDefinitionsBitsForEveryFormatOverThreeStep
       Mirror<std::uint8_t> mq(host.mq, stream_), vq(host.vq, stream_);
       const std::vector<float> g = gradients();
       DeviceArray<float> dg(g, stream_);
-      CompressedStates dev;
-      dev.moments = mf, dev.master = pf;
-      dev.p = pf == MasterFormat::bf16_sr ? static_cast<void*>(p16.d.data()) : p32.d.data();
-      if (mf == MomentFormat::fp32) dev.m = m32.d.data(), dev.v = v32.d.data();
-      if (mf == MomentFormat::bf16) dev.m = m16.d.data(), dev.v = v16.d.data();
-      if (mf == MomentFormat::int8) dev.m = mq.d.data(), dev.v = vq.d.data(), dev.m_absmax = ma.d.data(), dev.v_absmax = va.d.data();
+      const CompressedStates on_host =
+          states(mf, pf, {host.p32.data(), host.p16.data(), host.m32.data(), host.v32.data(), host.m16.data(),
+                          host.v16.data(), host.mq.data(), host.vq.data()}, host.m_abs.data(), host.v_abs.data());
+      const CompressedStates dev =
+          states(mf, pf, {p32.d.data(), p16.d.data(), m32.d.data(), v32.d.data(), m16.d.data(), v16.d.data(),
+                          mq.d.data(), vq.d.data()}, ma.d.data(), va.d.data());
       AdamStep step;
       step.lr = 1e-3f, step.weight_decay = 0.1f, step.grad_scale = 0.5f;
       for (int k = 1; k <= 3; ++k) {
         SCOPED_TRACE("step " + std::to_string(k));
         step.step = k;
-        adamw_compressed(CpuAdamIsa::scalar, step, view(host, mf, pf), g.data(), kN, kAt);
+        adamw_compressed(CpuAdamIsa::scalar, step, on_host, g.data(), kN, kAt);
         cuda::adamw_compressed(stream_, step, dev, dg.data(), kN, kAt);
         if (pf == MasterFormat::fp32) EXPECT_TRUE(test::same_bits("p", p32.d.download(stream_), host.p32));
         else EXPECT_TRUE(test::same_bits("p", p16.d.download(stream_), host.p16));
