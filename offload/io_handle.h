@@ -1,5 +1,5 @@
 // One extent submitted to a UringEngine: its operation, the request the engine thread fills in, and the
-// caller's handle that waits for it.
+// caller's handle that waits for it and verifies what landed.
 #pragma once
 
 #include <atomic>
@@ -16,9 +16,25 @@ namespace tz {
 enum class IoOp : std::uint8_t { read, write };
 const char* io_op_name(IoOp op);
 
+// Per-block callbacks; NvmeStore keeps its checksums here. A tz::Error thrown from either fails the
+// extent the block belongs to, and nothing else.
+class BlockHooks {
+ public:
+  virtual ~BlockHooks() = default;
+  // On the engine's thread, before the block is submitted for writing.
+  virtual void before_write(std::uint64_t block, const std::byte* data, std::size_t len) = 0;
+  // On the thread that waits for the extent (IoHandle::wait, or the destructor of a handle never
+  // waited), once every block of the extent has landed and before wait() returns: off the engine's
+  // thread, so many waiters verify at once while the engine keeps the queue full. Must be safe to
+  // call from several threads at once.
+  virtual void after_read(std::uint64_t block, const std::byte* data, std::size_t len) const = 0;
+};
+
 namespace detail {
-// One submitted extent. Fields other than `done` belong to the engine thread until `done` is set
-// (release); the waiter reads `failed` and `error` only after seeing it (acquire).
+// One submitted extent. The fields up to `nblocks`, and `verify`, are set at submission and never
+// change. The rest other than `done` belong to the engine thread until `done` is set (release); the
+// waiter reads `failed` and `error` only after seeing it (acquire), and never writes them: the
+// engine may still read them until it forgets the request.
 struct IoRequest {
   IoOp op = IoOp::read;
   std::uint64_t offset = 0;  // logical, a multiple of block_size
@@ -26,6 +42,8 @@ struct IoRequest {
   std::byte* buf = nullptr;
   std::uint64_t first_block = 0;
   std::uint64_t nblocks = 0;
+  std::size_t block_size = 0;
+  const BlockHooks* verify = nullptr;  // a read with checksums: after_read on every block, by the waiter
   std::uint64_t next = 0;      // next block to issue
   std::uint64_t inflight = 0;  // issued, not yet finished (in the kernel, resuming, or awaiting its hook)
   std::uint64_t finished = 0;
@@ -34,11 +52,16 @@ struct IoRequest {
   std::string error;
   std::atomic<bool> done{false};
 };
+
+// After `done`: the request's error, or else the first block (lowest offset) that `verify` refuses,
+// or "" when every block landed and passed. Runs on the caller's thread.
+std::string landed_error(const IoRequest& r);
 }  // namespace detail
 
-// The caller's side of one submitted extent. wait() blocks until every block has landed (and was
-// verified), then throws the request's tz::Error if it failed. Move-only; destroying an unwaited
-// handle waits (the kernel may still be writing into the caller's buffer) and logs a failure.
+// The caller's side of one submitted extent. wait() blocks until every block has landed, verifies
+// them on the calling thread (a read with checksums), then throws the request's tz::Error if it
+// failed: the caller never sees data that was not verified. Move-only; destroying an unwaited handle
+// waits (the kernel may still be writing into the caller's buffer), verifies, and logs a failure.
 class IoHandle {
  public:
   IoHandle() = default;
@@ -50,6 +73,7 @@ class IoHandle {
   IoHandle& operator=(IoHandle&& o) noexcept;
 
   void wait();
+  // Every block has landed: wait() will not block on the device (it still verifies what landed).
   bool ready() const;
   bool valid() const { return req_ != nullptr; }
 
