@@ -114,7 +114,7 @@ IoHandle UringEngine::submit(IoOp op, std::uint64_t offset, std::byte* buf, std:
   r->block_size = opt_.block_size;
   if (op == IoOp::read) r->verify = opt_.hooks;
   if (bytes == 0) {
-    r->done.store(true);
+    r->progress.store(IoRequest::kClosed);
     return IoHandle(std::move(r));
   }
   {
@@ -188,8 +188,22 @@ void UringEngine::fail(IoRequest& r, std::string msg) {
 void UringEngine::finish_if_done(IoRequest& r) {
   if (r.closed || r.inflight != 0 || !(r.failed || r.finished == r.nblocks)) return;
   r.closed = true;
-  r.done.store(true, std::memory_order_release);
-  r.done.notify_all();
+  r.progress.fetch_or(IoRequest::kClosed, std::memory_order_release);
+  r.progress.notify_all();
+}
+
+// `block` of `r` has landed whole: raise the landed prefix, so that the waiter verifies it now rather
+// than after the whole extent. Only a read with a verifier has a reader of it, and the prefix moves
+// only when its lowest unfinished block lands; the others still unfinished are those in slots (in the
+// kernel or waiting to resume) and those not yet issued.
+void UringEngine::publish_landed(IoRequest& r, std::uint64_t block) {
+  const std::uint64_t prefix = r.progress.load(std::memory_order_relaxed);
+  if (!r.verify || block != r.first_block + prefix) return;
+  std::uint64_t lowest = r.next;
+  for (const Slot& sl : slots_)
+    if (sl.req == &r && sl.block != block) lowest = std::min(lowest, sl.block - r.first_block);
+  r.progress.store(lowest, std::memory_order_release);
+  r.progress.notify_all();
 }
 
 void UringEngine::fail_everything(const std::string& why) {
@@ -393,6 +407,7 @@ void UringEngine::reap() {
       release();
     } else if (std::uint32_t(res) == want) {
       ++r.finished;
+      publish_landed(r, sl.block);
       release();
     } else {
       // Short: O_DIRECT can only resume at an aligned offset, so a partial sector is transferred again.

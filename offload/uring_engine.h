@@ -57,8 +57,8 @@ struct UringStats {
 // is cut into blocks; up to queue_depth blocks are in flight across all submitted extents, oldest
 // extent first. One engine thread drives the ring, so the caller overlaps I/O with compute by
 // submitting, working, then waiting. submit() may be called from any thread. A read's blocks are
-// verified (hooks->after_read) by whoever waits for it, never on the engine thread: the ring is
-// refilled as soon as blocks land, and waiters on different extents verify in parallel.
+// verified (hooks->after_read) by whoever waits for it, as they land, never on the engine thread:
+// the ring is refilled as soon as blocks land, and waiters on different extents verify in parallel.
 //
 // Kernel conventions kept: res < 0 is -errno. Short transfers are resumed from the last 4 KiB
 // boundary reached (O_DIRECT needs the resumed offset aligned; re-transferring a partial sector is
@@ -103,6 +103,7 @@ class UringEngine {
   void reap();
   void fail(detail::IoRequest& r, std::string msg);
   void finish_if_done(detail::IoRequest& r);
+  void publish_landed(detail::IoRequest& r, std::uint64_t block);
   void fail_everything(const std::string& why);
   int fixed_index(const std::byte* p, std::size_t len) const;
 

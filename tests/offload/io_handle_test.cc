@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <chrono>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -53,7 +55,7 @@ std::shared_ptr<detail::IoRequest> landed_read(const BlockHooks* hooks, std::uin
   r->nblocks = (bytes + r->block_size - 1) / r->block_size;
   r->verify = hooks;
   r->closed = true;
-  r->done.store(true);
+  r->progress.store(r->nblocks | detail::IoRequest::kClosed);
   return r;
 }
 
@@ -80,14 +82,36 @@ TEST(IoHandle, ARefusedBlockFailsTheWaitWithTheVerifiersMessage) {
   EXPECT_NE(tz::testing::error_message([&] { h.wait(); }).find("block 7 refused"), std::string::npos);
 }
 
-TEST(IoHandle, TheEnginesErrorIsReportedAndNothingIsVerified) {
-  RecordingHooks hooks;
-  auto r = landed_read(&hooks, 0, 64 * 1024);
+TEST(IoHandle, TheEnginesErrorIsTheOneReportedWhateverTheLandedBlocksGive) {
+  RecordingHooks hooks(1);  // block 1 landed but is refused; block 2 failed in the kernel
+  auto r = landed_read(&hooks, 0, 4 * 64 * 1024);
   r->failed = true;
   r->error = "NVMe read failed: errno 5";
+  r->progress.store(2 | detail::IoRequest::kClosed);  // blocks 0 and 1 landed
   IoHandle h(std::move(r));
   EXPECT_EQ(tz::testing::error_message([&] { h.wait(); }), "NVMe read failed: errno 5");
-  EXPECT_TRUE(hooks.seen().empty());
+}
+
+TEST(IoHandle, BlocksAreVerifiedAsTheLandedPrefixGrowsAndNotBeyondIt) {
+  RecordingHooks hooks;
+  auto r = landed_read(&hooks, 0, 4 * 64 * 1024);
+  r->progress.store(0);  // in flight
+  std::atomic<bool> returned{false};
+  std::thread waiter([&, h = IoHandle(r)]() mutable {
+    h.wait();
+    returned = true;
+  });
+  r->progress.store(2);  // blocks 0 and 1 landed: the waiter checks them and waits for more
+  r->progress.notify_all();
+  for (int i = 0; i < 10000 && hooks.seen().size() < 2; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_EQ(hooks.seen().size(), 2u);
+  EXPECT_FALSE(returned.load());
+  r->progress.store(4 | detail::IoRequest::kClosed);
+  r->progress.notify_all();
+  waiter.join();
+  EXPECT_EQ(hooks.seen().size(), 4u);
 }
 
 TEST(IoHandle, AHandleNeverWaitedStillVerifiesBeforeItLetsGo) {
