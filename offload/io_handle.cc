@@ -1,5 +1,8 @@
-// IoHandle: waits for its request, and never lets it go before the kernel is done with the buffer.
+// IoHandle: waits for its request, verifies the blocks that landed, and never lets it go before the
+// kernel is done with the buffer.
 #include "offload/io_handle.h"
+
+#include <algorithm>
 
 #include "core/error.h"
 
@@ -7,13 +10,37 @@ namespace tz {
 
 const char* io_op_name(IoOp op) { return op == IoOp::read ? "read" : "write"; }
 
+namespace {
+std::string verify_block(const detail::IoRequest& r, std::uint64_t i) {
+  const std::uint64_t at = i * r.block_size;
+  try {
+    r.verify->after_read(r.first_block + i, r.buf + at, std::min<std::uint64_t>(r.block_size, r.bytes - at));
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return {};
+}
+}  // namespace
+
+std::string detail::await_verified(IoRequest& r) {
+  std::string refused;
+  for (std::uint64_t checked = 0;;) {
+    const std::uint64_t p = r.progress.load(std::memory_order_acquire);
+    const std::uint64_t landed = p & ~IoRequest::kClosed;
+    // The first refusal ends the checks; the kernel may still be filling later blocks, so keep waiting.
+    for (; r.verify && refused.empty() && checked < landed; ++checked) refused = verify_block(r, checked);
+    if (p & IoRequest::kClosed) break;
+    r.progress.wait(p, std::memory_order_acquire);  // until more blocks land or the engine lets go
+  }
+  return r.failed ? r.error : refused;
+}
+
 IoHandle::~IoHandle() {
   if (!req_) return;
   // The kernel may still be writing into the caller's buffer: never let it go before the I/O ends.
-  req_->done.wait(false, std::memory_order_acquire);
-  if (req_->failed)
-    log_line("an NVMe " + std::string(io_op_name(req_->op)) +
-             " failed and nobody waited for it: " + req_->error);
+  const std::string error = detail::await_verified(*req_);
+  if (!error.empty())
+    log_line("an NVMe " + std::string(io_op_name(req_->op)) + " failed and nobody waited for it: " + error);
 }
 
 IoHandle& IoHandle::operator=(IoHandle&& o) noexcept {
@@ -26,11 +53,13 @@ IoHandle& IoHandle::operator=(IoHandle&& o) noexcept {
 
 void IoHandle::wait() {
   if (!req_) return;
-  req_->done.wait(false, std::memory_order_acquire);
   std::shared_ptr<detail::IoRequest> r = std::move(req_);  // waited once; a second wait() is a no-op
-  if (r->failed) throw Error(r->error);
+  const std::string error = detail::await_verified(*r);
+  if (!error.empty()) throw Error(error);
 }
 
-bool IoHandle::ready() const { return !req_ || req_->done.load(std::memory_order_acquire); }
+bool IoHandle::ready() const {
+  return !req_ || (req_->progress.load(std::memory_order_acquire) & detail::IoRequest::kClosed) != 0;
+}
 
 }  // namespace tz

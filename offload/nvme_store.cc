@@ -1,5 +1,5 @@
 // The NVMe tier of one rank (see nvme_store.h): per-run directory and preallocated files, striping,
-// and the per-block XXH3-64 checksums kept on the I/O engine's thread.
+// and the per-block XXH3-64 checksums: taken on the I/O engine's thread, checked by each read's waiter.
 #include "offload/nvme_store.h"
 
 #include <fcntl.h>
@@ -194,7 +194,8 @@ void NvmeStore::before_write(std::uint64_t block, const std::byte* data, std::si
   hashed_len_[block] = std::uint32_t(len);
 }
 
-void NvmeStore::after_read(std::uint64_t block, const std::byte* data, std::size_t len) {
+// The waiter's thread, once the whole extent has landed; several waiters at once only read the table.
+void NvmeStore::after_read(std::uint64_t block, const std::byte* data, std::size_t len) const {
   auto where = [&] {
     auto loc = locate(block * opt_.block_size);
     return detail::concat("block ", block, " (logical offset ", block * opt_.block_size, ", ", len,

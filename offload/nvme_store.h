@@ -46,8 +46,9 @@ std::string default_run_id();
 // round_up(n, block_size) of the store. A block is read back with the length it was written with.
 //
 // Checksums on: the XXH3-64 of every block is recorded (in memory) as it is submitted for writing
-// and checked when it is read back; a mismatch, or a read of a block never written, fails the read
-// with the path, offset and block, so corrupt bytes are never handed on as data.
+// (on the I/O engine's thread) and checked when it is read back, by the thread that waits for the
+// read (IoHandle::wait, before it returns); a mismatch, or a read of a block never written, fails
+// that wait() with the path, offset and block, so corrupt bytes are never handed on as data.
 class NvmeStore : private BlockHooks {
  public:
   explicit NvmeStore(NvmeStoreOptions opt);
@@ -58,7 +59,7 @@ class NvmeStore : private BlockHooks {
   // Asynchronous: returns at once; wait() on the handle throws tz::Error if any block failed (I/O
   // error, checksum mismatch). The buffer must stay untouched until then. Many extents may be in
   // flight at once; they share the queue depth, oldest first. Do not write a block while another
-  // request reads or writes it.
+  // request reads or writes it: a read lasts until its wait() returns (it verifies there).
   IoHandle write(std::uint64_t offset, const void* src, std::uint64_t bytes);
   IoHandle read(std::uint64_t offset, void* dst, std::uint64_t bytes);
   // Blocking forms: submit and wait.
@@ -95,7 +96,7 @@ class NvmeStore : private BlockHooks {
   static std::uint64_t round_up_u64(std::uint64_t n, std::uint64_t a) { return (n + a - 1) / a * a; }
   void check_extent(const char* op, std::uint64_t offset, std::uint64_t bytes) const;
   void before_write(std::uint64_t block, const std::byte* data, std::size_t len) override;
-  void after_read(std::uint64_t block, const std::byte* data, std::size_t len) override;
+  void after_read(std::uint64_t block, const std::byte* data, std::size_t len) const override;
   void remove_files() noexcept;
 
   NvmeStoreOptions opt_;
@@ -105,8 +106,9 @@ class NvmeStore : private BlockHooks {
   std::vector<std::string> files_;  // likewise
   std::vector<std::string> lock_files_;  // <dir>.lock beside each folder (offload/store_lock.h)
   std::vector<FileDescriptor> locks_;    // held (flock) while the store lives
-  // Per logical block, written on the engine thread only: XXH3-64 and the length hashed (0: never
-  // written). Sized once at construction: nothing allocates per step.
+  // Per logical block, written on the engine thread only (before_write), read by waiters (after_read;
+  // the extent's completion orders the two): XXH3-64 and the length hashed (0: never written). Sized
+  // once at construction: nothing allocates per step.
   std::vector<std::uint64_t> hash_;
   std::vector<std::uint32_t> hashed_len_;
   std::unique_ptr<UringEngine> engine_;

@@ -60,13 +60,6 @@ struct UringEngine::Slot {
   int retries = 0;         // consecutive completions without progress
 };
 
-struct UringEngine::Done {
-  IoRequest* req;
-  std::uint64_t block;
-  std::byte* buf;
-  std::uint32_t len;
-};
-
 UringEngine::UringEngine(std::vector<FileDescriptor> files, UringEngineOptions opt)
     : opt_(std::move(opt)), files_(std::move(files)), ring_((opt_.queue_depth >= 1 ? opt_.queue_depth : 1)) {
   TZ_CHECK(!files_.empty(), "the I/O engine needs at least one file");
@@ -118,8 +111,10 @@ IoHandle UringEngine::submit(IoOp op, std::uint64_t offset, std::byte* buf, std:
   r->buf = buf;
   r->first_block = offset / opt_.block_size;
   r->nblocks = (bytes + opt_.block_size - 1) / opt_.block_size;
+  r->block_size = opt_.block_size;
+  if (op == IoOp::read) r->verify = opt_.hooks;
   if (bytes == 0) {
-    r->done.store(true);
+    r->progress.store(IoRequest::kClosed);
     return IoHandle(std::move(r));
   }
   {
@@ -193,8 +188,22 @@ void UringEngine::fail(IoRequest& r, std::string msg) {
 void UringEngine::finish_if_done(IoRequest& r) {
   if (r.closed || r.inflight != 0 || !(r.failed || r.finished == r.nblocks)) return;
   r.closed = true;
-  r.done.store(true, std::memory_order_release);
-  r.done.notify_all();
+  r.progress.fetch_or(IoRequest::kClosed, std::memory_order_release);
+  r.progress.notify_all();
+}
+
+// `block` of `r` has landed whole: raise the landed prefix, so that the waiter verifies it now rather
+// than after the whole extent. Only a read with a verifier has a reader of it, and the prefix moves
+// only when its lowest unfinished block lands; the others still unfinished are those in slots (in the
+// kernel or waiting to resume) and those not yet issued.
+void UringEngine::publish_landed(IoRequest& r, std::uint64_t block) {
+  const std::uint64_t prefix = r.progress.load(std::memory_order_relaxed);
+  if (!r.verify || block != r.first_block + prefix) return;
+  std::uint64_t lowest = r.next;
+  for (const Slot& sl : slots_)
+    if (sl.req == &r && sl.block != block) lowest = std::min(lowest, sl.block - r.first_block);
+  r.progress.store(lowest, std::memory_order_release);
+  r.progress.notify_all();
 }
 
 void UringEngine::fail_everything(const std::string& why) {
@@ -329,9 +338,9 @@ void UringEngine::submit_ring() {
   }
 }
 
-// Waits for at least one completion and handles every one available. Finished blocks go to `done`
-// (their hooks run after the ring has been refilled, so verification overlaps the next transfers).
-void UringEngine::reap(std::vector<Done>& done) {
+// Waits for at least one completion and handles every one available. A block that landed whole is
+// finished here: its checksum, if any, is the waiter's to check (io_handle.h).
+void UringEngine::reap() {
   io_uring_cqe* cqe = nullptr;
   int rc;
   do rc = io_uring_wait_cqe(ring_.get(), &cqe);
@@ -397,9 +406,9 @@ void UringEngine::reap(std::vector<Done>& done) {
                                         " bytes, more than asked")));
       release();
     } else if (std::uint32_t(res) == want) {
-      done.push_back({&r, sl.block, sl.buf, sl.len});
-      sl.req = nullptr;  // the block stays in r.inflight until complete() ran its hook
-      free_slots_.push_back(s);
+      ++r.finished;
+      publish_landed(r, sl.block);
+      release();
     } else {
       // Short: O_DIRECT can only resume at an aligned offset, so a partial sector is transferred again.
       short_.fetch_add(1, std::memory_order_relaxed);
@@ -411,26 +420,7 @@ void UringEngine::reap(std::vector<Done>& done) {
   io_uring_cq_advance(ring_.get(), seen);
 }
 
-void UringEngine::complete(std::vector<Done>& done) {
-  for (const Done& d : done) {
-    IoRequest& r = *d.req;
-    if (!r.failed && r.op == IoOp::read && opt_.hooks) {
-      try {
-        opt_.hooks->after_read(d.block, d.buf, d.len);
-      } catch (const std::exception& e) {
-        fail(r, e.what());
-      }
-    }
-    --r.inflight;
-    if (!r.failed) ++r.finished;
-    finish_if_done(r);
-  }
-  done.clear();
-}
-
 void UringEngine::run() noexcept {
-  std::vector<Done> done;
-  done.reserve(opt_.queue_depth);
   for (;;) {
     try {
       {
@@ -462,14 +452,10 @@ void UringEngine::run() noexcept {
       }
       fill();
       submit_ring();
-      if (in_kernel_ > 0) {
-        reap(done);
-        fill();  // keep the device busy while this thread runs the hooks (checksums)
-        submit_ring();
-      } else if (!resume_slots_.empty() || !unsubmitted_.empty()) {
+      if (in_kernel_ > 0)
+        reap();
+      else if (!resume_slots_.empty() || !unsubmitted_.empty())
         continue;
-      }
-      complete(done);
       if (broken_here_ && in_kernel_ == 0) {
         // Nothing can move any more: release every slot so every waiter wakes up with the error.
         for (std::uint32_t s = 0; s < slots_.size(); ++s)

@@ -35,24 +35,13 @@ struct CompletionInfo {
 // count, -EAGAIN, -EINTR, -EIO, 0...). Passed to the engine, never global; runs on its thread.
 using CompletionFilter = std::function<int(const CompletionInfo& info, int res)>;
 
-// Per-block callbacks on the engine's thread; NvmeStore keeps its checksums here. A tz::Error thrown
-// from either fails the request it belongs to (after its in-flight blocks land) and nothing else.
-class BlockHooks {
- public:
-  virtual ~BlockHooks() = default;
-  // Before the block is submitted for writing.
-  virtual void before_write(std::uint64_t block, const std::byte* data, std::size_t len) = 0;
-  // After the whole block has been read into memory, before the request can complete.
-  virtual void after_read(std::uint64_t block, const std::byte* data, std::size_t len) = 0;
-};
-
 struct UringEngineOptions {
   std::size_t block_size = std::size_t(1) << 20;  // aio.block_size: one request per block, stripe unit
   unsigned queue_depth = 8;                       // aio.queue_depth: requests in flight at most
   // A block that completes with -EAGAIN, -EINTR or no usable progress this many times in a row
   // fails instead of spinning forever.
   int max_retries = 64;
-  BlockHooks* hooks = nullptr;
+  BlockHooks* hooks = nullptr;  // io_handle.h: before_write here, after_read on the waiter's thread
   CompletionFilter completion_filter;
 };
 
@@ -67,7 +56,9 @@ struct UringStats {
 // block_size stripes, round-robin: block b lives in file b % n at (b / n) * block_size. Each extent
 // is cut into blocks; up to queue_depth blocks are in flight across all submitted extents, oldest
 // extent first. One engine thread drives the ring, so the caller overlaps I/O with compute by
-// submitting, working, then waiting. submit() may be called from any thread.
+// submitting, working, then waiting. submit() may be called from any thread. A read's blocks are
+// verified (hooks->after_read) by whoever waits for it, as they land, never on the engine thread:
+// the ring is refilled as soon as blocks land, and waiters on different extents verify in parallel.
 //
 // Kernel conventions kept: res < 0 is -errno. Short transfers are resumed from the last 4 KiB
 // boundary reached (O_DIRECT needs the resumed offset aligned; re-transferring a partial sector is
@@ -104,16 +95,15 @@ class UringEngine {
 
  private:
   struct Slot;
-  struct Done;
   void run() noexcept;
   bool has_issuable() const;
   void fill();
   void prep(std::uint32_t slot);
   void submit_ring();
-  void reap(std::vector<Done>& done);
-  void complete(std::vector<Done>& done);
+  void reap();
   void fail(detail::IoRequest& r, std::string msg);
   void finish_if_done(detail::IoRequest& r);
+  void publish_landed(detail::IoRequest& r, std::uint64_t block);
   void fail_everything(const std::string& why);
   int fixed_index(const std::byte* p, std::size_t len) const;
 

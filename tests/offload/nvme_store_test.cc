@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -174,13 +175,10 @@ TEST_F(NvmeStoreTest, AnInjectedReadErrorFailsTheReadWithPathOffsetAndErrno) {
 
 // ---------------------------------------------------------------- checksums
 
-TEST_F(NvmeStoreTest, AByteFlippedOnDiskIsCaughtOnReadWithPathOffsetAndBlock) {
-  NvmeStore store(options(3, 8 * MiB, 64 * KiB, 8));
-  AlignedBuffer src(2 * MiB), dst(2 * MiB);
-  test::fill_random(src.data(), src.bytes(), 12);
-  store.write_sync(0, src.data(), src.bytes());
-  // Corrupt one byte of block 7 behind the store's back, through an ordinary (buffered) descriptor.
-  auto loc = store.locate(7 * 64 * KiB);
+// Corrupts one byte of the block at logical `offset`, behind the store's back, through an ordinary
+// (buffered) descriptor.
+void flip_a_byte(const NvmeStore& store, std::uint64_t offset) {
+  auto loc = store.locate(offset);
   int fd = ::open(loc.path->c_str(), O_RDWR | O_CLOEXEC);
   ASSERT_GE(fd, 0) << std::strerror(errno);
   unsigned char b = 0;
@@ -189,6 +187,16 @@ TEST_F(NvmeStoreTest, AByteFlippedOnDiskIsCaughtOnReadWithPathOffsetAndBlock) {
   ASSERT_EQ(::pwrite(fd, &b, 1, off_t(loc.file_offset + 1234)), 1);
   ASSERT_EQ(::fsync(fd), 0);
   ::close(fd);
+}
+
+TEST_F(NvmeStoreTest, AByteFlippedOnDiskIsCaughtOnReadWithPathOffsetAndBlock) {
+  NvmeStore store(options(3, 8 * MiB, 64 * KiB, 8));
+  AlignedBuffer src(2 * MiB), dst(2 * MiB);
+  test::fill_random(src.data(), src.bytes(), 12);
+  store.write_sync(0, src.data(), src.bytes());
+  flip_a_byte(store, 7 * 64 * KiB);
+  if (HasFatalFailure()) return;
+  auto loc = store.locate(7 * 64 * KiB);
   std::string msg = test::error_message([&] { store.read_sync(0, dst.data(), dst.bytes()); });
   EXPECT_NE(msg.find("checksum mismatch reading NVMe block 7 (logical offset 458752, 65536 bytes) in " +
                      *loc.path + " at offset " + std::to_string(loc.file_offset)),
@@ -198,6 +206,40 @@ TEST_F(NvmeStoreTest, AByteFlippedOnDiskIsCaughtOnReadWithPathOffsetAndBlock) {
   // The other blocks are fine on their own.
   store.read_sync(0, dst.data(), 7 * 64 * KiB);
   EXPECT_EQ(std::memcmp(src.data(), dst.data(), 7 * 64 * KiB), 0);
+}
+
+TEST_F(NvmeStoreTest, ManyThreadsWaitingAtOnceEachVerifyTheirExtentAndOnlyTheCorruptOneFails) {
+  NvmeStore store(options(3, 8 * MiB, 64 * KiB, 8));
+  constexpr int kExtents = 16;
+  const std::size_t each = 256 * KiB;
+  AlignedBuffer src(kExtents * each), dst(kExtents * each);
+  test::fill_random(src.data(), src.bytes(), 14);
+  store.write_sync(0, src.data(), src.bytes());
+  flip_a_byte(store, 5 * each + 2 * 64 * KiB);  // block 22, the third of extent 5
+  if (HasFatalFailure()) return;
+  std::vector<IoHandle> hs;
+  for (int i = 0; i < kExtents; ++i) hs.push_back(store.read(i * each, dst.data() + i * each, each));
+  std::vector<std::string> errors(kExtents);
+  std::vector<std::thread> waiters;
+  for (int i = 0; i < kExtents; ++i)
+    waiters.emplace_back([&, i] {
+      try {
+        hs[i].wait();
+      } catch (const Error& e) {
+        errors[i] = e.what();
+      }
+    });
+  for (auto& w : waiters) w.join();
+  for (int i = 0; i < kExtents; ++i) {
+    if (i == 5) {
+      EXPECT_NE(errors[i].find("checksum mismatch reading NVMe block 22 (logical offset 1441792"),
+                std::string::npos)
+          << errors[i];
+      continue;
+    }
+    EXPECT_EQ(errors[i], "") << "extent " << i;
+    EXPECT_EQ(std::memcmp(src.data() + i * each, dst.data() + i * each, each), 0) << "extent " << i;
+  }
 }
 
 TEST_F(NvmeStoreTest, ReadingABlockThatWasNeverWrittenIsRefused) {

@@ -8,8 +8,10 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "core/host_memory.h"
@@ -160,6 +162,41 @@ TEST_F(UringEngineTest, ManyExtentsInFlightAtOnceShareTheQueueAndAllArriveIntact
   for (int i = 0; i < kExtents; ++i)
     hs.push_back(e->submit(IoOp::read, i * each, dst.data() + i * each, each));
   for (auto& h : hs) h.wait();
+  EXPECT_EQ(std::memcmp(src.data(), dst.data(), src.bytes()), 0);
+}
+
+// Counts the blocks its waiters verified.
+class CountingHooks : public BlockHooks {
+ public:
+  void before_write(std::uint64_t, const std::byte*, std::size_t) override {}
+  void after_read(std::uint64_t, const std::byte*, std::size_t) const override { ++verified; }
+  mutable std::atomic<int> verified{0};
+};
+
+TEST_F(UringEngineTest, AReadsWaiterVerifiesItsBlocksAsTheyLandNotAfterTheWholeExtent) {
+  CountingHooks hooks;
+  bool seven_verified_before_the_last_landed = false;
+  UringEngineOptions o;
+  o.block_size = 64 * KiB;
+  o.queue_depth = 1;  // the blocks land one by one, in order
+  o.hooks = &hooks;
+  // The read's last block completes only once its waiter has verified the seven before it (or 10 s).
+  o.completion_filter = [&](const CompletionInfo& c, int res) {
+    if (c.op == IoOp::read && c.file_offset == 7 * 64 * KiB) {
+      auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      while (hooks.verified.load() < 7 && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      seven_verified_before_the_last_landed = hooks.verified.load() == 7;
+    }
+    return res;
+  };
+  auto e = make(1, MiB, o);
+  AlignedBuffer src(512 * KiB), dst(512 * KiB);
+  test::fill_random(src.data(), src.bytes(), 8);
+  e->submit(IoOp::write, 0, src.data(), src.bytes()).wait();
+  e->submit(IoOp::read, 0, dst.data(), dst.bytes()).wait();
+  EXPECT_TRUE(seven_verified_before_the_last_landed);
+  EXPECT_EQ(hooks.verified.load(), 8);
   EXPECT_EQ(std::memcmp(src.data(), dst.data(), src.bytes()), 0);
 }
 
