@@ -28,6 +28,9 @@ Engine::Engine(Device& dev, Stream& stream, Communicator& comm, const MemoryPlan
   TZ_CHECK(comm.size() == plan.map.world() && comm.rank() == plan.map.rank(), "the memory plan is for rank ",
            plan.map.rank(), " of ", plan.map.world(), ", this is rank ", comm.rank(), " of ", comm.size());
   if (fp16_) scaler_ = LossScaler(cfg.fp16);
+  TZ_CHECK(plan.compressed.empty(), "the memory plan holds compressed optimizer states (--optimizer-states ",
+           moment_format_name(plan.in.offload.optimizer_states), ", --master-weights ",
+           master_format_name(plan.in.offload.master_weights), "), which the engine does not train with yet");
   const int G = plan.map.groups();
   groups_.resize(G);
   for (int g = 0; g < G; ++g) {
