@@ -1,18 +1,24 @@
 // Compressed optimizer states on the host tier (zero/compressed_states.h, issue 36): the plan sizes each
 // group's master, m and v exactly per tensor (fp32 under 4096 elements, int8 codes and an absmax per 256);
-// int8 shards are 256-aligned; the other tiers are refused naming the flag and the tier.
+// int8 shards are 256-aligned; the other tiers are refused naming the flag and the tier; the optimizer step
+// leaves in the host states exactly what a direct adamw_compressed call per tensor gives on the same
+// gradients; and the fp32 view checkpoints use gives the states back exactly.
 #include "zero/compressed_states.h"
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <map>
 
 #include "core/blockwise_quant.h"
+#include "core/cpu_adam.h"
 #include "model/model_config.h"
 #include "tests/common/error_message.h"
 #include "tests/common/plan_groups.h"
+#include "tests/common/recording_comm.h"
 #include "zero/memory_plan.h"
 #include "zero/numa_tier.h"
+#include "zero/optimizer_step.h"
 
 namespace tz {
 namespace {
@@ -113,6 +119,148 @@ TEST(CompressedStates, OtherTiersAreRefusedNamingTheFlagAndTheTier) {
   in = inputs(1, MomentFormat::int8, MasterFormat::fp32);
   in.offload.overlap_optimizer = OptimizerOverlap::on;
   EXPECT_NE(error_message([&] { plan_memory(in); }).find("--overlap-optimizer on"), std::string::npos);
+}
+
+float master0(std::size_t e, int g) { return float(int((e * 37 + std::size_t(g) * 11) % 201) - 100) / 64.0f; }
+float grad0(std::size_t e, int g, int step) {
+  return float(int((e * 29 + std::size_t(g) * 5 + std::size_t(step) * 7) % 97) - 48) / 32.0f;
+}
+
+// The optimizer step over a plan's groups on a cpu device and a recording communicator (its peers hold what
+// this rank holds), the gradients written by the test.
+struct Rig {
+  PlanInputs in;
+  MemoryPlan plan;
+  std::unique_ptr<Device> dev = make_cpu_device();
+  std::unique_ptr<Stream> stream = dev->create_stream();
+  testing::RecordingComm comm;
+  std::unique_ptr<PlannedBuffers> planned;
+  std::vector<GroupState> groups;
+  std::unique_ptr<OptimizerStep> step;
+
+  explicit Rig(const PlanInputs& i) : in(i), plan(plan_memory(in)), comm(in.world, in.rank) {
+    planned = std::make_unique<PlannedBuffers>(*dev, plan.buffers);
+    groups = testing::plan_groups(plan, *planned);
+    for (GroupState& s : groups) {
+      std::vector<float> range(s.place->opt_range.count);
+      for (std::size_t k = 0; k < range.size(); ++k) range[k] = master0(s.place->opt_range.offset + k, s.index);
+      init_compressed(s.compressed(), range.data());
+    }
+    step = std::make_unique<OptimizerStep>(*dev, *stream, comm, plan.optimizer(), groups, *planned, nullptr, nullptr,
+                                           in.zero.allgather_bucket_size);
+  }
+
+  void set_grads(int k) {
+    for (GroupState& s : groups) {
+      std::vector<float> gr(s.grad_count());
+      const std::size_t first = s.place->grads_sharded ? s.shard.offset : 0;
+      for (std::size_t j = 0; j < gr.size(); ++j) gr[j] = grad0(first + j, s.index, k);
+      dev->backend().copy_async(*stream, s.grad.data(), gr.data(), gr.size() * 4);
+      stream->synchronize();
+    }
+  }
+};
+
+// The same states kept by the test: one tensor piece's arrays, updated by adamw_compressed directly.
+struct Direct {
+  std::vector<std::uint8_t> master, m, v;
+  std::vector<float> m_absmax, v_absmax;
+};
+
+TEST(CompressedStates, TheStepLeavesWhatADirectAdamwCompressedCallGivesOnTheSameGradients) {
+  for (MomentFormat f : {MomentFormat::int8, MomentFormat::bf16})
+    for (int stage : {1, 2}) {
+      SCOPED_TRACE(std::string(moment_format_name(f)) + ", stage " + std::to_string(stage));
+      Rig r(inputs(stage, f, MasterFormat::bf16_sr));
+      // The reference: per group, per tensor piece of this rank's range, its own arrays.
+      std::vector<std::vector<Direct>> ref(r.groups.size());
+      for (GroupState& s : r.groups)
+        for (const StatePiece& p : s.packed->pieces) {
+          Direct d;
+          std::vector<float> x(p.count);
+          for (std::size_t i = 0; i < p.count; ++i) x[i] = master0(s.place->opt_range.offset + p.begin + i, s.index);
+          d.master.resize(p.count * 2);
+          for (std::size_t i = 0; i < p.count; ++i) {
+            const bf16 h = float_to_bf16(x[i]);
+            std::memcpy(d.master.data() + 2 * i, &h, 2);
+          }
+          const std::vector<float> zero(p.count, 0.0f);
+          const std::size_t es = p.moments == MomentFormat::fp32 ? 4 : p.moments == MomentFormat::bf16 ? 2 : 1;
+          d.m.assign(p.count * es, 0), d.v.assign(p.count * es, 0);
+          d.m_absmax.assign(quant_blocks(p.count), 0.0f), d.v_absmax.assign(quant_blocks(p.count), 0.0f);
+          if (p.moments == MomentFormat::int8) {
+            quantize_blockwise(zero.data(), p.count, dynamic_map(true), d.m.data(), d.m_absmax.data());
+            quantize_blockwise(zero.data(), p.count, dynamic_map(false), d.v.data(), d.v_absmax.data(), true);
+          }
+          ref[std::size_t(s.index)].push_back(std::move(d));
+        }
+      for (int k = 1; k <= 3; ++k) {
+        const AdamStep a{1e-2f, 0.9f, 0.95f, 1e-8f, 0.0f, k, 0.5f};
+        r.set_grads(k);
+        r.step->update(a, 0.1f);
+        for (GroupState& s : r.groups) {
+          const std::size_t lo = s.place->opt_range.offset;
+          for (std::size_t j = 0; j < s.packed->pieces.size(); ++j) {
+            const StatePiece& p = s.packed->pieces[j];
+            if (!p.count) continue;
+            Direct& d = ref[std::size_t(s.index)][j];
+            std::vector<float> g(p.count);
+            for (std::size_t i = 0; i < p.count; ++i) g[i] = grad0(lo + p.begin + i, s.index, k);
+            AdamStep sa = a;
+            sa.weight_decay = p.decay ? 0.1f : 0.0f;
+            CompressedStates st{p.moments, MasterFormat::bf16_sr, d.master.data(), d.m.data(), d.v.data(),
+                                d.m_absmax.data(), d.v_absmax.data()};
+            adamw_compressed(CpuAdamIsa::scalar, sa, st, g.data(), p.count,
+                             ShardPosition{p.in_tensor, rounding_seed(1337, s.index, p.tensor)});
+            SCOPED_TRACE(s.spec->name + " piece " + std::to_string(j) + " step " + std::to_string(k));
+            const CompressedArrays c = s.compressed();
+            ASSERT_EQ(std::memcmp(c.master + 2 * p.begin, d.master.data(), d.master.size()), 0);
+            ASSERT_EQ(std::memcmp(c.m + p.moment_byte, d.m.data(), d.m.size()), 0);
+            ASSERT_EQ(std::memcmp(c.v + p.moment_byte, d.v.data(), d.v.size()), 0);
+            if (p.moments == MomentFormat::int8) {
+              const float* ma = reinterpret_cast<const float*>(c.m + s.packed->codes_bytes) + p.absmax;
+              for (std::size_t b = 0; b < d.m_absmax.size(); ++b) ASSERT_EQ(ma[b], d.m_absmax[b]);
+            }
+            // The working params are the master's values.
+            const bf16* w = reinterpret_cast<const bf16*>(s.params_at(lo + p.begin));
+            ASSERT_EQ(std::memcmp(w, d.master.data(), d.master.size()), 0);
+          }
+        }
+      }
+    }
+}
+
+TEST(CompressedStates, TheFp32ViewGivesTheStatesBackExactly) {
+  Rig r(inputs(1, MomentFormat::int8, MasterFormat::bf16_sr));
+  for (int k = 1; k <= 2; ++k) {
+    r.set_grads(k);
+    r.step->update(AdamStep{1e-2f, 0.9f, 0.95f, 1e-8f, 0.0f, k, 0.5f}, 0.1f);
+  }
+  for (GroupState& s : r.groups) {
+    const CompressedArrays c = s.compressed();
+    const std::size_t mb = s.packed->moment_array_bytes();
+    const std::vector<std::uint8_t> master(c.master, c.master + s.packed->master_bytes()), m(c.m, c.m + mb),
+        v(c.v, c.v + mb);
+    for (const StatePiece& p : s.packed->split(1000)) {
+      std::vector<float> x(p.span), y(p.span), z(p.span);
+      decode_piece(c, p, x.data(), y.data(), z.data());
+      encode_piece(c, p, x.data(), y.data(), z.data());
+    }
+    EXPECT_EQ(std::memcmp(master.data(), c.master, master.size()), 0) << s.spec->name;
+    // int8 codes may change where a block's values come back under another absmax: the values may not.
+    for (const StatePiece& p : s.packed->pieces) {
+      std::vector<float> a(p.span), b(p.span), cc(p.span), a2(p.span), b2(p.span), c2(p.span);
+      decode_piece(c, p, a.data(), b.data(), cc.data());
+      CompressedArrays old{s.packed, const_cast<std::uint8_t*>(master.data()), const_cast<std::uint8_t*>(m.data()),
+                           const_cast<std::uint8_t*>(v.data())};
+      decode_piece(old, p, a2.data(), b2.data(), c2.data());
+      for (std::size_t i = 0; i < p.span; ++i) {
+        ASSERT_EQ(a[i], a2[i]);
+        ASSERT_EQ(b[i], b2[i]) << s.spec->name << " m " << i;
+        ASSERT_EQ(cc[i], c2[i]) << s.spec->name << " v " << i;
+      }
+    }
+  }
 }
 
 }  // namespace
