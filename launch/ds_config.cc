@@ -156,6 +156,7 @@ class Reader {
       r_.object(*bf16, bf16_name);
       r_.check_keys(*bf16, bf16_name, bf16_keys());
       if (auto* v = find(*bf16, "enabled")) bf16_on = enabled(*v, bf16_name + ".enabled", DType::bf16);
+      state_formats(*bf16, bf16_name, opt.offload);
     }
     if (fp16_on && bf16_on)
       TZ_FAIL(r_.source(), ": fp16.enabled and ", bf16_name,
@@ -164,6 +165,18 @@ class Reader {
     if (given("dtype")) return;
     if (fp16_on) opt.dtype = DType::f16;
     if (bf16_on) opt.dtype = DType::bf16;
+  }
+
+  // DeepSpeed's low-precision states (its PR 7700, in the bf16 section): true asks for bf16 Adam moments,
+  // and for a bf16 master, which tierzero keeps with stochastic rounding (its gradients stay fp32); false
+  // leaves the flag's format.
+  void state_formats(const json& bf16, const std::string& section, OffloadOptions& off) {
+    if (auto* v = find(bf16, "bf16_optimizer_states"))
+      if (r_.boolean(*v, section + ".bf16_optimizer_states") && !given("optimizer-states"))
+        off.optimizer_states = MomentFormat::bf16;
+    if (auto* v = find(bf16, "bf16_master_weights_and_grads"))
+      if (r_.boolean(*v, section + ".bf16_master_weights_and_grads") && !given("master-weights"))
+        off.master_weights = MasterFormat::bf16_sr;
   }
 
   // Returns optimizer.params.lr when the file gives it as a number (the scheduler may override it).

@@ -242,6 +242,13 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
       "overlap-optimizer-share", po::value(&f.o.offload.overlap_optimizer_share)->default_value(0.5),
       "the share of the offloaded optimizer elements --overlap-optimizer covers, from the groups backward "
       "finishes first (0 to 1; each covered element costs 12 + 2 bytes of pinned host memory)")(
+      "optimizer-states", po::value(&f.optimizer_states)->default_value(f.optimizer_states),
+      "the format of Adam m and v: fp32, bf16 (rounded to nearest) or int8 (blockwise, an absmax per 256 "
+      "elements); tensors under 4096 elements keep fp32. Other than fp32 needs --offload-optimizer cpu "
+      "(bf16.bf16_optimizer_states true: bf16; docs/optimizer.md#compressed-optimizer-states)")(
+      "master-weights", po::value(&f.master_weights)->default_value(f.master_weights),
+      "the format of the master weights: fp32 or bf16-sr (bf16 with stochastic rounding); bf16-sr needs "
+      "--offload-optimizer cpu (bf16.bf16_master_weights_and_grads true: bf16-sr)")(
       "offload-activations", po::value(&f.offload_act)->default_value("none"),
       "where the activation checkpoints (each block's input) live: none (the device) or cpu (the host "
       "tier, crossing on copy streams of their own while the blocks compute; the device then holds 3 "
@@ -434,6 +441,8 @@ void resolve_train_flags(TrainFlags& f, const po::variables_map& vm) {
   f.o.offload.overlap_optimizer = parse_optimizer_overlap(f.overlap_opt);
   TZ_CHECK(f.o.offload.overlap_optimizer_share >= 0 && f.o.offload.overlap_optimizer_share <= 1,
            "--overlap-optimizer-share ", f.o.offload.overlap_optimizer_share, " is not between 0 and 1");
+  f.o.offload.optimizer_states = parse_moment_format(f.optimizer_states, "--optimizer-states");
+  f.o.offload.master_weights = parse_master_format(f.master_weights, "--master-weights");
   check_ratio(f.ratio, "offload-ratio", false);
   check_ratio(f.ratio_master, "offload-ratio-master", true);
   check_ratio(f.ratio_m, "offload-ratio-m", true);

@@ -34,6 +34,7 @@ struct TrainFlags {
   std::string straggler_delay;  // --straggler-test-delay-ms R:MS
   std::string offload_opt, offload_param, offload_act, host_mem, nvme_mem, numa_mem, overlap_opt;
   double ratio = 1.0, ratio_master = -1, ratio_m = -1, ratio_v = -1;
+  std::string optimizer_states = "fp32", master_weights = "fp32";
 };
 
 // Adds every training flag to `desc`, bound to `f`.

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "core/adam_compressed.h"
 #include "core/error.h"
 #include "model/file_io.h"
 #include "model/param_layout.h"
@@ -119,7 +120,7 @@ const JsonKeySchema& manifest_keys() {
        {"family", "n_layer", "n_head", "n_embd", "vocab_size", "padded_vocab_size", "max_seq_len", "n_kv_head",
         "head_dim", "ffn_dim", "norm_eps", "rope_theta", "rope_factor", "rope_low_freq_factor", "rope_high_freq_factor",
         "rope_original_max_seq_len", "tied_head", "qkv_bias", "o_bias", "mlp_bias", "sliding_window"}},
-      {"writer", {"world", "stage", "offload_optimizer", "offload_param"}},
+      {"writer", {"world", "stage", "offload_optimizer", "offload_param", "optimizer_states", "master_weights"}},
       {"schedule", {"lr", "min_lr", "warmup", "schedule", "steps"}},
       {"groups[]", {"name", "count", "dtype", "tensors"}},
       {"groups[].tensors[]", {"name", "shape", "offset"}},
@@ -193,7 +194,9 @@ json manifest_to_json(const CheckpointManifest& m) {
            {{"world", m.world},
             {"stage", m.stage},
             {"offload_optimizer", m.offload_optimizer},
-            {"offload_param", m.offload_param}}},
+            {"offload_param", m.offload_param},
+            {"optimizer_states", m.optimizer_states},
+            {"master_weights", m.master_weights}}},
           {"schedule", m.schedule},
           {"groups", groups},
           {"files", files}};
@@ -268,6 +271,16 @@ CheckpointManifest manifest_from_json(const json& j, const std::string& src) {
   m.stage = w.i32("stage", 0, 3);
   m.offload_optimizer = w.str("offload_optimizer");
   m.offload_param = w.str("offload_param");
+  // Absent in checkpoints written before compressed states: fp32. Checked as names here, so that a damaged
+  // value is refused as damage, not as another format.
+  if (j.at("writer").contains("optimizer_states")) m.optimizer_states = w.str("optimizer_states");
+  if (j.at("writer").contains("master_weights")) m.master_weights = w.str("master_weights");
+  try {
+    parse_moment_format(m.optimizer_states, "'writer.optimizer_states'");
+    parse_master_format(m.master_weights, "'writer.master_weights'");
+  } catch (const Error& e) {
+    TZ_FAIL(src, ": ", e.what(), kDamaged);
+  }
   m.schedule = f.at("schedule");
   const json& groups = f.array("groups");
   for (std::size_t g = 0; g < groups.size(); ++g) {

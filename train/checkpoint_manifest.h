@@ -59,6 +59,9 @@ struct CheckpointManifest {
   std::string dtype;  // the working precision it was trained in
   int world = 1, stage = 0;
   std::string offload_optimizer, offload_param;
+  // The formats the run held its optimizer states in (--optimizer-states, --master-weights; "fp32" in
+  // checkpoints written before them). The files hold their values as fp32 whatever the format.
+  std::string optimizer_states = "fp32", master_weights = "fp32";
   nlohmann::json schedule;  // the learning-rate settings, for the record
   std::vector<CheckpointGroup> groups;
   std::vector<CheckpointFile> files;

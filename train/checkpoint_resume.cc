@@ -69,6 +69,14 @@ std::unique_ptr<CheckpointReader> open_resume(const std::string& dir, const Trai
       TZ_CHECK(layout.groups[g].name == m.groups[g].name && layout.groups[g].count == m.groups[g].count, "checkpoint ",
                dir, " group ", g, " is ", m.groups[g].name, " of ", m.groups[g].count, " elements; this model's is ",
                layout.groups[g].name, " of ", layout.groups[g].count);
+    // The states' formats: converting them is not built (int8 from fp32 would not be exact anyway).
+    const std::string_view states = moment_format_name(opt.offload.optimizer_states),
+                           master = master_format_name(opt.offload.master_weights);
+    TZ_CHECK(m.optimizer_states == states && m.master_weights == master, "checkpoint ", dir,
+             " holds optimizer states ", m.optimizer_states, " and master weights ", m.master_weights,
+             ", but this run asks for --optimizer-states ", states, " and --master-weights ", master,
+             "; converting them is not supported yet: resume with --optimizer-states ", m.optimizer_states,
+             " --master-weights ", m.master_weights);
     // A checkpoint written before the sampled identity is compared in its own (first and last MiB) form.
     const std::string data = data_identity_as_recorded(m.data_identity, opt.data);
     TZ_CHECK(data == m.data_identity, "checkpoint ", dir, " was trained on data (", m.data_identity,

@@ -92,6 +92,8 @@ CheckpointManifest make_manifest(const TrainOptions& opt, Engine& engine, int wo
   m.stage = opt.zero.stage;
   m.offload_optimizer = tier_name(opt.offload.optimizer);
   m.offload_param = tier_name(opt.offload.param);
+  m.optimizer_states = moment_format_name(opt.offload.optimizer_states);
+  m.master_weights = master_format_name(opt.offload.master_weights);
   m.schedule = {{"lr", opt.lr.lr},
                 {"min_lr", opt.lr.min_lr},
                 {"warmup", opt.lr.warmup},

@@ -71,6 +71,8 @@ std::vector<std::pair<std::string, std::string>> shared_settings(const TrainOpti
        tier_name(f.optimizer) + ", " + tier_name(f.param) + ", " + tier_name(f.activations)},
       {"--overlap-optimizer, --overlap-optimizer-share",
        optimizer_overlap_name(f.overlap_optimizer) + ", " + num(f.overlap_optimizer_share)},
+      {"--optimizer-states, --master-weights",
+       std::string(moment_format_name(f.optimizer_states)) + ", " + std::string(master_format_name(f.master_weights))},
       {"--offload-ratio-master, -m, -v", num(f.host_ratio_master) + ", " + num(f.host_ratio_m) + ", " + num(f.host_ratio_v)},
       {"sub_group_size, buffer_count, aio block size",
        std::to_string(f.sub_group_size) + ", " + std::to_string(f.buffer_count) + ", " + std::to_string(f.aio_block_size)},

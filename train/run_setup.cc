@@ -101,6 +101,7 @@ PlanInputs plan_inputs(const TrainOptions& opt, int world, int rank) {
   in.checkpointing = opt.checkpointing;
   in.zero = opt.zero;
   in.offload = opt.offload;
+  in.offload.rounding_seed = opt.seed;  // the stochastic rounding of bf16 states follows --seed
   in.world = world;
   in.rank = rank;
   in.budget = opt.offload.mem;

@@ -38,6 +38,7 @@ Engine::Engine(Device& dev, Stream& stream, Communicator& comm, const MemoryPlan
     s.shard = plan.map.shard(g);
     s.place = &plan.placement.groups[g];
     s.working = plan.in.dtype;
+    if (!plan.compressed.empty()) s.packed = &plan.compressed[g];
     s.take(planned);
   }
   if (planned.has("backward gradient (embedding)"))
@@ -143,6 +144,7 @@ void Engine::initialize(const GroupInit& init) {
     const float* range = values.data() + gp.opt_range.offset;
     const std::size_t n = gp.opt_range.count;
     if (optimizer_swap_) optimizer_swap_->initialize(g.index, range);
+    if (g.packed) init_compressed(g.compressed(), range);
     if (!g.master.empty()) be.copy_async(stream_, g.master.data(), range, n * sizeof(float));
     if (!g.m.empty()) be.memset_async(stream_, g.m.data(), 0, n * sizeof(float));
     if (!g.v.empty()) be.memset_async(stream_, g.v.data(), 0, n * sizeof(float));
@@ -247,6 +249,12 @@ std::vector<float> Engine::gather_master(int g) {
   float* mine = full.data() + gp.opt_range.offset;
   if (optimizer_swap_) {
     optimizer_swap_->read_master(g, mine);
+  } else if (s.packed) {
+    std::vector<float> m, v;
+    for (const StatePiece& p : s.packed->pieces) {
+      m.resize(p.span), v.resize(p.span);
+      decode_piece(s.compressed(), p, mine + p.begin, m.data(), v.data());
+    }
   } else {
     dev_.backend().copy_async(stream_, mine, s.master_at(0), gp.opt_range.count * sizeof(float));
     done_->record(stream_);

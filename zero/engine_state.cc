@@ -32,6 +32,16 @@ void Engine::visit_states(const StateVisit& fn, bool write_back) {
   Backend& be = dev_.backend();
   std::vector<float> stage;
   for (GroupState& g : groups_) {
+    if (g.packed) {  // compressed: seen as fp32, a piece (cut on blocks) at a time
+      for (const StatePiece& p : g.packed->split(kStatePiece)) {
+        stage.resize(3 * p.span);
+        float* host[3] = {stage.data(), stage.data() + p.span, stage.data() + 2 * p.span};
+        decode_piece(g.compressed(), p, host[0], host[1], host[2]);
+        fn(g.index, p.begin, p.span, host[0], host[1], host[2]);
+        if (write_back) encode_piece(g.compressed(), p, host[0], host[1], host[2]);
+      }
+      continue;
+    }
     const std::size_t count = g.place->opt_range.count;
     const std::size_t piece = std::min(kStatePiece, count);
     stage.resize(3 * piece);

@@ -20,6 +20,15 @@ void GroupState::take(PlannedBuffers& planned) {
                                                            ? planned.take<std::uint8_t>(params_buffer(n))
                                                            : Buffer<std::uint8_t>());
   grad = PlacedArray<float>(place->grad_home, planned.take<float>(grad_buffer(n)));
+  if (packed) {  // host buffers of bytes, the layout's
+    packed_master = planned.take<std::uint8_t>(master_buffer(n));
+    packed_m = planned.take<std::uint8_t>(adam_m_buffer(n));
+    packed_v = planned.take<std::uint8_t>(adam_v_buffer(n));
+    master = PlacedArray<float>(place->master_home, {});
+    m = PlacedArray<float>(place->m_home, {});
+    v = PlacedArray<float>(place->v_home, {});
+    return;
+  }
   master = array(place->master_home, master_buffer(n));
   m = array(place->m_home, adam_m_buffer(n));
   v = array(place->v_home, adam_v_buffer(n));

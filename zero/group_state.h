@@ -11,6 +11,7 @@
 
 #include "core/buffer_plan.h"
 #include "model/param_layout.h"
+#include "zero/compressed_states.h"
 #include "zero/placement.h"
 #include "zero/shard_map.h"
 #include "zero/placed_array.h"
@@ -33,6 +34,11 @@ struct GroupState {
   DType working = DType::f32;
   PlacedArray<std::uint8_t> params;
   PlacedArray<float> grad, master, m, v;
+  // Compressed states (issue 36), in place of master, m and v (then empty): their layout, null with fp32
+  // states, and their host buffers.
+  const CompressedLayout* packed = nullptr;
+  Buffer<std::uint8_t> packed_master, packed_m, packed_v;
+  CompressedArrays compressed() { return {packed, packed_master.data(), packed_m.data(), packed_v.data()}; }
 
   // Takes the group's buffers from the plan, each with its home tier.
   void take(PlannedBuffers& planned);

@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "core/device_traits.h"
+#include "core/blockwise_quant.h"
 #include "core/error.h"
 #include "zero/optimizer_step.h"
 
@@ -12,15 +13,25 @@ namespace tz {
 
 namespace {
 
+// A group's compressed master, m and v on the host tier, as their layout sizes them.
+void add_compressed_states(std::vector<BufferSpec>& v, const GroupSpec& spec, const GroupPlacement& gp,
+                           const CompressedLayout& l, MomentFormat moments) {
+  const MemoryKind k = tier_memory(gp.master_home);
+  v.push_back({master_buffer(spec.name), master_class(l.master), k, l.master_bytes()});
+  v.push_back({adam_m_buffer(spec.name), moment_class("adam m", moments), k, l.moment_array_bytes()});
+  v.push_back({adam_v_buffer(spec.name), moment_class("adam v", moments), k, l.moment_array_bytes()});
+}
+
 // A group's persistent states: working params, gradients, fp32 master, Adam m and v, where placed.
 void add_states(std::vector<BufferSpec>& v, const GroupSpec& spec, const GroupShards& sh,
-                const GroupPlacement& gp, DType working) {
+                const GroupPlacement& gp, DType working, const CompressedLayout& packed, MomentFormat moments) {
   const std::size_t es = dtype_size(working);
   if (!in_file(gp.params_home))
     v.push_back({params_buffer(spec.name), "working params", tier_memory(gp.params_home),
                  (gp.params_sharded ? sh.shard_count : sh.padded) * es});
   v.push_back({grad_buffer(spec.name), gp.grads_sharded ? "fp32 grad shards" : "fp32 grads",
                tier_memory(gp.grad_home), (gp.grads_sharded ? sh.shard_count : sh.padded) * 4});
+  if (!packed.empty()) return add_compressed_states(v, spec, gp, packed, moments);
   const std::size_t n = gp.opt_range.count * 4;
   if (!in_file(gp.master_home) && !gp.master_is_params)
     v.push_back({master_buffer(spec.name), "fp32 master", tier_memory(gp.master_home), n});
@@ -71,6 +82,31 @@ void check_plan_size(const PlanInputs& in) {
            " and rank ", in.rank, ": the world must be in [1, ", kMaxWorld, "] and the rank in [0, world)");
 }
 
+// Compressed states: each group's layout over this rank's range, after every rank's range is checked (so
+// that a shard cutting an int8 block is refused on every rank alike, naming the first).
+void plan_compressed(MemoryPlan& p) {
+  const OffloadOptions& o = p.in.offload;
+  if (!o.compressed_states()) return;
+  for (int g = 0; g < p.map.groups(); ++g) {
+    const GroupSpec& spec = p.layout.groups[g];
+    const bool sharded = p.placement.groups[g].opt_range.count < p.map.group(g).padded;
+    for (int r = 0; sharded && o.optimizer_states == MomentFormat::int8 && r < p.map.world(); ++r)
+      compressed_layout(spec, p.map.shard_of(g, r), o.optimizer_states, o.master_weights,
+                        "rank " + std::to_string(r) + "'s shard of " + spec.name);
+    p.compressed.push_back(compressed_layout(spec, p.placement.groups[g].opt_range, o.optimizer_states,
+                                             o.master_weights, spec.name));
+  }
+  // The update's pieces are cut on blocks: a piece of the gradient staging holds whole blocks.
+  if (p.update_chunk % kQuantBlock) p.update_chunk = (p.update_chunk / kQuantBlock + 1) * kQuantBlock;
+}
+
+bool is_state_class(const std::string& c) {
+  for (const char* s : {"working params", "fp32 grads", "fp32 grad shards", "fp32 master", "bf16 master", "adam m",
+                        "adam v"})
+    if (c.rfind(s, 0) == 0) return true;
+  return false;
+}
+
 }  // namespace
 
 MemoryPlan plan_memory(const PlanInputs& in) {
@@ -78,7 +114,8 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   MemoryPlan p;
   p.in = in;
   p.layout = ParamLayout::build(in.model);
-  p.map = ShardMap(p.layout, in.world, in.rank);
+  p.map = ShardMap(p.layout, in.world, in.rank,
+                   in.offload.optimizer_states == MomentFormat::int8 ? kQuantBlock : kShardAlign);
   p.placement = place(p.layout, p.map, in.dtype, in.zero, in.offload);
   const Placement& pl = p.placement;
   const std::size_t block = in.offload.aio_block_size;
@@ -94,6 +131,7 @@ MemoryPlan plan_memory(const PlanInputs& in) {
         plan_optimizer_swap(counts, 0, in.offload.sub_group_size, in.offload.buffer_count, block);
     p.update_chunk = p.optimizer_swap.chunk;
   }
+  plan_compressed(p);
   p.param_swap = plan_param_swap(p.map, pl, p.optimizer_swap.bytes, block, p.update_chunk);
   p.nvme_bytes = p.optimizer_swap.bytes + p.param_swap.bytes;
   if (pl.reduce)
@@ -102,7 +140,8 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   p.gathers = plan_gathers(p.map, pl, in.zero);
 
   for (int g = 0; g < p.map.groups(); ++g)
-    add_states(p.buffers, p.layout.groups[g], p.map.group(g), pl.groups[g], in.dtype);
+    add_states(p.buffers, p.layout.groups[g], p.map.group(g), pl.groups[g], in.dtype,
+               p.compressed.empty() ? CompressedLayout{} : p.compressed[g], in.offload.optimizer_states);
   add_backward_grads(p.buffers, p);
   bool host_grads = false;
   for (const GroupPlacement& gp : pl.groups) host_grads |= in_host_memory(gp.grad_home);
@@ -130,6 +169,11 @@ OptimizerPlan MemoryPlan::optimizer() const {
   o.overlap_by_default = device_traits(in.device).overlap_optimizer;
   o.overlap_share = in.offload.overlap_optimizer_share;
   o.backward_order = buckets.order;
+  o.compressed = &compressed;
+  o.rounding_seed = in.offload.rounding_seed;
+  // The speculative CPU Adam is fp32's: `automatic` does not start it over compressed states (and place()
+  // refuses `on`).
+  if (!compressed.empty()) o.overlap = OptimizerOverlap::off;
   return o;
 }
 
@@ -151,9 +195,7 @@ std::size_t MemoryPlan::held(Tier t) const {
 std::size_t MemoryPlan::state_bytes(Tier t) const {
   std::size_t n = 0;
   for (const BufferSpec& b : buffers)
-    if (memory_tier(b.kind) == t &&
-        (b.cls == "working params" || b.cls == "fp32 grads" || b.cls == "fp32 grad shards" ||
-         b.cls == "fp32 master" || b.cls == "adam m" || b.cls == "adam v"))
+    if (memory_tier(b.kind) == t && is_state_class(b.cls))
       n += b.bytes;
   return n;
 }
@@ -189,8 +231,24 @@ std::string MemoryPlan::table() const {
     t += b;
   }
   for (const PlanLine& l : outside) t += "  (" + l.what + ": " + l.source + ")\n";
+  t += compressed_line();
   t.pop_back();
   return t;
+}
+
+std::string MemoryPlan::compressed_line() const {
+  if (compressed.empty()) return "";
+  std::size_t packed = 0, fp32 = 0;
+  for (std::size_t g = 0; g < compressed.size(); ++g) {
+    packed += compressed[g].master_bytes() + 2 * compressed[g].moment_array_bytes();
+    fp32 += 3 * sizeof(float) * compressed[g].range;
+  }
+  char b[240];
+  std::snprintf(b, sizeof b, "  (optimizer states %s, master %s: %s on the host tier, %s in fp32: %.3fx)\n",
+                std::string(moment_format_name(in.offload.optimizer_states)).c_str(),
+                std::string(master_format_name(in.offload.master_weights)).c_str(), format_bytes(packed).c_str(),
+                format_bytes(fp32).c_str(), fp32 ? double(packed) / double(fp32) : 0.0);
+  return b;
 }
 
 std::string MemoryPlan::fit_problem() const {

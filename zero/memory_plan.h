@@ -74,6 +74,9 @@ struct MemoryPlan {
   OptimizerSwapPlan optimizer_swap;  // counts empty without the optimizer on NVMe
   ParamSwapPlan param_swap;
   std::size_t update_chunk = 0;           // elements per piece of a host-side optimizer update
+  // Per group, its compressed states' layout over this rank's optimizer range (issue 36), empty with
+  // fp32 states (every group then; with other formats, every group, all on the host tier).
+  std::vector<CompressedLayout> compressed;
   std::vector<BufferSpec> buffers;        // device and pinned host memory, model included
   std::uint64_t nvme_bytes = 0;           // the NVMe store: optimizer states, then parameter shards
   std::vector<PlanLine> outside;          // held outside the buffers (outside_lines)
@@ -92,6 +95,8 @@ struct MemoryPlan {
   std::vector<PlanRow> rows() const;
   // The table `train` and `plan` print, with each tier's total against its budget.
   std::string table() const;
+  // With compressed states, the line saying their bytes against fp32's (with its newline); else "".
+  std::string compressed_line() const;
   // "" when every tier fits its budget; else the first tier that does not, its need, the budget, the
   // shortfall and the largest classes there. check_fits() throws it.
   std::string fit_problem() const;

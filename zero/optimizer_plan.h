@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "core/dtype.h"
+#include "zero/compressed_states.h"
 #include "zero/placement.h"
 #include "zero/zero_options.h"
 
@@ -21,6 +22,9 @@ struct OptimizerPlan {
   bool overlap_by_default = false;    // what `automatic` means on this device (its traits)
   double overlap_share = 0.5;         // --overlap-optimizer-share
   std::vector<int> backward_order;    // the groups in the order backward's gradients arrive
+  // Per group, the compressed states' layout (empty: fp32 states), and the stochastic rounding's seed.
+  const std::vector<CompressedLayout>* compressed = nullptr;
+  std::uint64_t rounding_seed = 0;
 };
 
 }  // namespace tz

@@ -101,6 +101,9 @@ OptimizerStep::OptimizerStep(Device& dev, Stream& stream, Communicator& comm, Op
     elems += g.shards.padded;
   }
   updated_.assign(groups_.size(), 0);
+  pieces_.resize(groups_.size());
+  for (GroupState& g : groups_)
+    if (g.packed) pieces_[g.index] = g.packed->split(plan_.update_chunk);
 }
 
 double OptimizerStep::global_norm_squared() {
@@ -170,7 +173,10 @@ void OptimizerStep::update(const AdamStep& adam, float wd) {
     for (bool device_pass : {true, false})
       for (GroupState& g : groups_) {
         if (on_device(g.place->update_on) != device_pass) continue;  // where the AdamW runs, not a state
-        if (!keep_speculative(g, adam, wd))
+        if (g.packed)
+          for (const StatePiece& p : pieces_[g.index])
+            if (p.count) update_on_host(g, p.begin, p.count, nullptr, nullptr, nullptr, adam, wd, &p);
+        if (!g.packed && !keep_speculative(g, adam, wd))
           for (std::size_t b = 0; b < g.place->opt_range.count; b += plan_.update_chunk) {
             const std::size_t n = std::min(plan_.update_chunk, g.place->opt_range.count - b);
             if (device_pass)
@@ -222,13 +228,13 @@ void OptimizerStep::update_on_device(GroupState& g, std::size_t begin, std::size
 }
 
 void OptimizerStep::update_on_host(GroupState& g, std::size_t begin, std::size_t n, float* p, float* m,
-                                   float* v, const AdamStep& adam, float wd) {
+                                   float* v, const AdamStep& adam, float wd, const StatePiece* piece) {
   const GroupPlacement& gp = *g.place;
   const std::size_t lo = gp.opt_range.offset + begin, es = dtype_size(g.working);
   // Host pointers to every array the CPU Adam reads: each array's own, or staged down by it.
   bool staged = false;
   const float* gr = g.grad.for_host(be_, *down_, g.grad_at(begin), n, stage_grad_.data(), staged);
-  if (!p) {  // not streamed from NVMe
+  if (!p && !piece) {  // not streamed from NVMe, nor compressed (held in host memory)
     p = g.master.for_host(be_, *down_, g.master_at(begin), n, stage_master_.data(), staged);
     m = g.m.for_host(be_, *down_, g.m.data() + begin, n, stage_m_.data(), staged);
     v = g.v.for_host(be_, *down_, g.v.data() + begin, n, stage_v_.data(), staged);
@@ -245,7 +251,12 @@ void OptimizerStep::update_on_host(GroupState& g, std::size_t begin, std::size_t
     const int node = tier_numa_node(gp.master_home);
     std::optional<OmpTeamOnCpus> near;
     if (node >= 0) near.emplace(nearest_cpus(node));
-    group_adamw(*g.spec, lo, n, p, m, v, gr, out, g.working, adam, wd);
+    if (piece) {
+      update_compressed(g.compressed(), *piece, gr, adam, wd, plan_.rounding_seed, g.index);
+      master_to_working(g.compressed(), begin, n, out, g.working);
+    } else {
+      group_adamw(*g.spec, lo, n, p, m, v, gr, out, g.working, adam, wd);
+    }
   }
   // Staged arrays go back up, the working params to where they live.
   bool up = false;

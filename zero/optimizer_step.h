@@ -58,8 +58,9 @@ class OptimizerStep {
  private:
   struct HostStaging;
   void update_on_device(GroupState& g, std::size_t begin, std::size_t n, const AdamStep& a, float wd);
+  // p, m, v: the states streamed from NVMe, or null; `piece`: compressed states' piece [begin, begin + n).
   void update_on_host(GroupState& g, std::size_t begin, std::size_t n, float* p, float* m, float* v,
-                      const AdamStep& a, float wd);
+                      const AdamStep& a, float wd, const StatePiece* piece = nullptr);
   // Launches, in order, each all-gather bucket whose groups are all updated (updated_), as one collective
   // group; update() waits for them all at its end.
   void launch_regathers();
@@ -86,6 +87,7 @@ class OptimizerStep {
   std::unique_ptr<SpeculativeAdam> spec_;
   std::vector<std::vector<int>> regather_buckets_;  // groups all-gathered after the step, by bucket
   std::vector<char> updated_;                       // per group: updated in this step
+  std::vector<std::vector<StatePiece>> pieces_;     // per group: its compressed states' update pieces
   std::size_t next_regather_ = 0;                   // the first bucket not launched yet
   std::vector<std::unique_ptr<Work>> regathers_;    // launched this step
 };

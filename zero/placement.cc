@@ -2,6 +2,7 @@
 #include "zero/placement.h"
 
 #include "core/error.h"
+#include "zero/numa_tier.h"
 
 namespace tz {
 
@@ -14,6 +15,24 @@ bool Placement::any(bool GroupPlacement::*flag) const {
 
 namespace {
 
+// Compressed states (issue 36) are built for the host tier's CPU Adam over states held in host memory: the
+// other homes' moves and kernels are fp32 still, so anything else is refused by name, never run in fp32.
+void check_state_formats(const OffloadOptions& o) {
+  if (!o.compressed_states()) return;
+  const std::string flag = o.optimizer_states != MomentFormat::fp32
+                               ? "--optimizer-states " + std::string(moment_format_name(o.optimizer_states))
+                               : "--master-weights " + std::string(master_format_name(o.master_weights));
+  // The host tier itself: host memory, and no NUMA node of its own (the numa:N tiers are not tried yet).
+  TZ_CHECK(in_host_memory(o.optimizer) && tier_numa_node(o.optimizer) < 0, flag,
+           " is not yet supported with the optimizer on ", tier_name(o.optimizer),
+           "; use host (--offload-optimizer cpu, zero_optimization.offload_optimizer.device \"cpu\")");
+  TZ_CHECK(o.host_ratio_master == 1 && o.host_ratio_m == 1 && o.host_ratio_v == 1, flag,
+           " needs every optimizer state on the host tier; --offload-ratio below 1 (offload_optimizer.ratio) "
+           "would keep some on the device, where they are fp32 only: give ratio 1");
+  TZ_CHECK(o.overlap_optimizer != OptimizerOverlap::on, flag,
+           " is not yet supported with --overlap-optimizer on (the speculative CPU Adam is fp32): give off or auto");
+}
+
 void check_options(int stage, const OffloadOptions& o) {
   TZ_CHECK(stage >= 0 && stage <= 3, "ZeRO stage must be 0, 1, 2 or 3, got ", stage);
   TZ_CHECK(on_device(o.param) || stage == 3, "offload_param needs ZeRO stage 3 (parameters are only ",
@@ -24,6 +43,7 @@ void check_options(int stage, const OffloadOptions& o) {
   TZ_CHECK(!in_file(o.activations), "activation checkpoints can be offloaded to cpu, not ", tier_name(o.activations));
   for (double r : {o.host_ratio_master, o.host_ratio_m, o.host_ratio_v})
     TZ_CHECK(r >= 0 && r <= 1, "an offload ratio must be in [0, 1], got ", r);
+  check_state_formats(o);
 }
 
 // Per optimizer class, which groups live on the offload tier: whole groups in order until the class's

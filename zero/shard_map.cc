@@ -5,12 +5,14 @@
 
 namespace tz {
 
-ShardMap::ShardMap(const ParamLayout& layout, int world, int rank) : world_(world), rank_(rank) {
+ShardMap::ShardMap(const ParamLayout& layout, int world, int rank, std::size_t align) : world_(world), rank_(rank) {
   TZ_CHECK(world >= 1 && rank >= 0 && rank < world, "bad rank ", rank, " of world ", world);
+  TZ_CHECK(align >= 1 && align % kShardAlign == 0, "a shard alignment of ", align, " elements is not a multiple of ",
+           kShardAlign);
   for (const GroupSpec& g : layout.groups) {
     GroupShards s;
     s.count = g.count;
-    std::size_t unit = kShardAlign * std::size_t(world);
+    std::size_t unit = align * std::size_t(world);
     s.padded = (g.count + unit - 1) / unit * unit;
     s.shard_count = s.padded / std::size_t(world);
     groups_.push_back(s);

@@ -25,7 +25,9 @@ struct GroupShards {
 class ShardMap {
  public:
   ShardMap() = default;  // no groups, a world of one
-  ShardMap(const ParamLayout& layout, int world, int rank);
+  // Each shard a multiple of `align` elements (int8 optimizer states ask for 256: whole quantization
+  // blocks of every tensor that starts on one).
+  ShardMap(const ParamLayout& layout, int world, int rank, std::size_t align = kShardAlign);
 
   int world() const { return world_; }
   int rank() const { return rank_; }

@@ -3,9 +3,11 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/adam_compressed.h"
 #include "zero/tier.h"
 
 
@@ -78,6 +80,14 @@ struct OffloadOptions {
   // backward hands over first (which have the most backward left to hide their Adam behind); each
   // covered element costs 12 + working-dtype bytes of pinned host memory.
   double overlap_optimizer_share = 0.5;
+  // The formats of the optimizer states (issue 36; core/adam_compressed.h): Adam m and v, and the master.
+  // Anything but fp32 is held on the host tier only (--offload-optimizer cpu); place() refuses the rest.
+  MomentFormat optimizer_states = MomentFormat::fp32;
+  MasterFormat master_weights = MasterFormat::fp32;
+  std::uint64_t rounding_seed = 0;  // keys the stochastic rounding of bf16 states (plan_inputs: --seed)
+  bool compressed_states() const {
+    return optimizer_states != MomentFormat::fp32 || master_weights != MasterFormat::fp32;
+  }
 };
 
 }  // namespace tz

@@ -283,6 +283,29 @@ TEST(DsConfig, EveryUnimplementedDeepSpeedKeyFailsNamingIt) {
   }
 }
 
+// DeepSpeed's low-precision states (its PR 7700) sit in the bf16 section: true asks for bf16 moments and a
+// bf16 master (stochastic rounding here), false leaves the defaults; a flag given wins.
+TEST(DsConfig, Bf16OptimizerStatesAndMasterWeightsKeysSetTheStateFormats) {
+  TrainOptions o;
+  apply_ds_config(json::parse(R"({"bf16": {"enabled": true, "bf16_optimizer_states": true,
+                                            "bf16_master_weights_and_grads": true}})"),
+                  "cfg.json", o, kNoFlags);
+  EXPECT_EQ(o.offload.optimizer_states, MomentFormat::bf16);
+  EXPECT_EQ(o.offload.master_weights, MasterFormat::bf16_sr);
+  TrainOptions off;
+  apply_ds_config(json::parse(R"({"bf16": {"bf16_optimizer_states": false, "bf16_master_weights_and_grads": false}})"),
+                  "cfg.json", off, kNoFlags);
+  EXPECT_EQ(off.offload.optimizer_states, MomentFormat::fp32);
+  EXPECT_EQ(off.offload.master_weights, MasterFormat::fp32);
+  TrainOptions flags;
+  flags.offload.optimizer_states = MomentFormat::int8;
+  apply_ds_config(json::parse(R"({"bf16": {"bf16_optimizer_states": true}})"), "cfg.json", flags,
+                  [](const std::string& f) { return f == "optimizer-states"; });
+  EXPECT_EQ(flags.offload.optimizer_states, MomentFormat::int8);
+  const std::string e = error_of(json::parse(R"({"bf16": {"bf16_optimizer_states": "yes"}})"));
+  EXPECT_TRUE(has(e, "bf16.bf16_optimizer_states")) << e;
+}
+
 TEST(DsConfig, KeysThatWouldChangeTheNumbersAreAcceptedAtTheirDefaultSilently) {
   TrainOptions o;
   apply_ds_config(json::parse(R"({"prescale_gradients": false, "gradient_predivide_factor": 1.0,

@@ -18,7 +18,7 @@ sizes=" device-mem host-mem nvme-mem comm-piece-bytes "
 # (launch_train_straggler_delay_refuses_*).
 text=" model data val-data init-from save-safetensors save-hf save-hf-dtype metrics lr-schedule dtype activation-dtype device attention-math bind-cores
   save-dir resume config offload-optimizer offload-param overlap-optimizer offload-activations nvme-path numa-mem profile-hardware
-  prometheus-textfile straggler-test-delay-ms "
+  prometheus-textfile straggler-test-delay-ms optimizer-states master-weights "
 # flag=value pairs accepted with a documented meaning (docs/configuration.md): -1 takes --offload-ratio;
 # a count of 1e10 elements is larger than any group; a shard of 1e10 bytes is 10 GB; a clipping norm or a loss scale of 1e10 or 2^64 is a
 # finite float.

@@ -53,6 +53,10 @@ TEST(RankAgreement, EverySharedSettingThatDiffersStopsEveryRankNamingItAndBothVa
       {"--micro-batch", [](TrainOptions& o) { o.micro_batch = 2; }, "4"},
       {"--offload-optimizer", [](TrainOptions& o) { o.offload.optimizer = Tier::host; }, "device, device, device"},
       {"--reduce-bucket-size", [](TrainOptions& o) { o.zero.reduce_bucket_size = 1000; }, "500000000"},
+      {"--optimizer-states, --master-weights",
+       [](TrainOptions& o) { o.offload.optimizer_states = MomentFormat::int8; }, "fp32, fp32"},
+      {"--optimizer-states, --master-weights",
+       [](TrainOptions& o) { o.offload.master_weights = MasterFormat::bf16_sr; }, "fp32, fp32"},
       {"--shuffle", [](TrainOptions& o) { o.shuffle = true; }, "off"},
       // The checkpoint options and which outputs are given (paths of the outputs may differ).
       {"--resume", [](TrainOptions& o) { o.resume = "latest"; }, "not given"},

@@ -13,6 +13,7 @@
 #include "core/cpu_adam.h"
 #include "core/elementwise.h"
 #include "model/model_config.h"
+#include "tests/common/plan_groups.h"
 #include "tests/common/recording_comm.h"
 #include "tests/common/second_host_tier.h"
 #include "zero/memory_plan.h"
@@ -39,16 +40,8 @@ struct Rig {
   std::unique_ptr<OptimizerStep> step;
 
   static PlanInputs inputs(int stage, Tier optimizer, double ratio, int world) {
-    PlanInputs in;
-    in.model = model_preset("tiny");
-    in.shape = {2, 16};
-    in.dtype = DType::bf16;
-    in.zero.stage = stage;
-    in.zero.allgather_bucket_size = 40'000;
-    in.offload.optimizer = optimizer;
+    PlanInputs in = testing::tiny_step_inputs(stage, optimizer, world, world - 1);
     in.offload.host_ratio_master = in.offload.host_ratio_m = in.offload.host_ratio_v = ratio;
-    in.world = world;
-    in.rank = world - 1;
     return in;
   }
 
@@ -59,18 +52,8 @@ struct Rig {
         stream(dev->create_stream()),
         comm(world, world - 1) {
     planned = std::make_unique<PlannedBuffers>(*dev, plan.buffers);
-    groups.resize(std::size_t(plan.map.groups()));
-    for (int g = 0; g < plan.map.groups(); ++g) {
-      GroupState& s = groups[std::size_t(g)];
-      s.index = g;
-      s.spec = &plan.layout.groups[std::size_t(g)];
-      s.shards = plan.map.group(g);
-      s.shard = plan.map.shard(g);
-      s.place = &plan.placement.groups[std::size_t(g)];
-      s.working = in.dtype;
-      s.take(*planned);
-      fill(s);
-    }
+    groups = testing::plan_groups(plan, *planned);
+    for (GroupState& s : groups) fill(s);
     step = std::make_unique<OptimizerStep>(*dev, *stream, comm, plan.optimizer(), groups, *planned, nullptr, nullptr,
                                            in.zero.allgather_bucket_size);
   }
