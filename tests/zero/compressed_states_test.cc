@@ -221,9 +221,11 @@ TEST(CompressedStates, TheStepLeavesWhatADirectAdamwCompressedCallGivesOnTheSame
               const float* ma = reinterpret_cast<const float*>(c.m + s.packed->codes_bytes) + p.absmax;
               for (std::size_t b = 0; b < d.m_absmax.size(); ++b) ASSERT_EQ(ma[b], d.m_absmax[b]);
             }
-            // The working params are the master's values.
-            const bf16* w = reinterpret_cast<const bf16*>(s.params_at(lo + p.begin));
-            ASSERT_EQ(std::memcmp(w, d.master.data(), d.master.size()), 0);
+            // The working params (device memory: read back by a copy) are the master's values.
+            std::vector<std::uint8_t> w(d.master.size());
+            r.dev->backend().copy_async(*r.stream, w.data(), s.params_at(lo + p.begin), w.size());
+            r.stream->synchronize();
+            ASSERT_EQ(std::memcmp(w.data(), d.master.data(), d.master.size()), 0);
           }
         }
       }
