@@ -327,7 +327,8 @@ TEST(StepTime, OneRankAloneMovesItsNvmeStatesAtTheSoloRate) {
     const MemoryPlan plan = plan_memory(in);
     double opt = 0;
     for (const auto& g : plan.placement.groups) opt += double(g.opt_range.count);
-    const StepTerm& t = term(predict_step(plan, h, 1), "optimizer");
+    const StepPrediction pred = predict_step(plan, h, 1);
+    const StepTerm& t = term(pred, "optimizer");
     // "... NVMe states X ms (...": the term's NVMe part, against the bytes it moved
     const std::string d = t.detail;
     const std::size_t at = d.find("NVMe states ") + 12;
