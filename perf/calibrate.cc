@@ -143,6 +143,7 @@ Hardware calibrate(const CalibrateOptions& opt, Communicator* comm, bool quiet) 
   so.seq_len = opt.seq_len;
   so.dtypes = {DType::f32, DType::bf16, DType::f16};
   so.steps = 3;
+  so.mix_steps = 3;
   const nlohmann::json step = run_step_bench(so, true);
   const double flops = model_flops(opt.model, opt.micro_batch, opt.seq_len);
   const char* names[3] = {"fp32", "bf16", "fp16"};
@@ -152,7 +153,12 @@ Hardware calibrate(const CalibrateOptions& opt, Communicator* comm, bool quiet) 
     h.step_tflops[i] = flops / s / 1e12 * ranks;  // the node's: each rank got this while all ran
     h.peak_tflops[i] =
         std::max(r["matmul_gflops_2048"].get<double>(), r["matmul_gflops_mlp_shape"].get<double>()) / 1e3 * ranks;
+    // What that time went to, for other shapes than this model's (zero/step_mix.h).
+    if (r.contains("mix"))
+      for (int k = 0; k < 3; ++k)
+        h.mix.share[i][k] = r["mix"][k == 0 ? "matmul" : k == 1 ? "attention" : "other"].get<double>();
   }
+  h.mix.calibrated = compute_counts(opt.model, opt.micro_batch, opt.seq_len);
   // One rank alone on all the cores the ranks used (the others wait in a barrier): how a rank's products
   // scale with its own threads, which the plan reads for ranks of more threads than were calibrated. The
   // others wait asleep: a host thread in Work::wait() has its progress thread poll every 50 us, which took

@@ -1,21 +1,22 @@
 // Step benchmark: warm-up, timed steps (median), FLOP accounting, and the matmul limit measured in
 // the same process.
-#include "perf/timing.h"
 #include "perf/step_bench.h"
 
 #include <omp.h>
 
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <random>
 
 #include "core/backend.h"
 #include "core/cpu_adam.h"
 #include "core/error.h"
+#include "core/op_profile.h"
 #include "core/resident_memory.h"
 #include "model/model_family.h"
+#include "perf/timing.h"
 #include "zero/engine.h"
 #include "zero/memory_plan.h"
 #include "zero/step_time.h"
@@ -96,6 +97,7 @@ nlohmann::json run_step_bench(const StepBenchOptions& opt, bool quiet) {
     lr.total_steps = opt.warmup_steps + opt.steps;
     std::vector<double> fwd, bwd, optim, total, losses;
     double residue_bytes = -1;
+    double mix[3] = {0, 0, 0};  // products, attention, the rest: ms over the profiled steps
     {
       // The training path with training's settings for one rank: the plan, the engine and the model.
       auto comm = make_self_comm();
@@ -144,6 +146,27 @@ nlohmann::json run_step_bench(const StepBenchOptions& opt, bool quiet) {
         optim.push_back(ms(t2, t3));
         total.push_back(ms(t0, t3));
       }
+      if (opt.mix_steps > 0) {
+        // Each backend call timed on its own (the wall clock on the cpu): the split of the step, not its
+        // time.
+        OpProfile profile(*dev);
+        profile.name_gemms(family.gemm_shapes(cfg, ModelShape{B, T}, dt));
+        for (int s = 0; s < opt.mix_steps; ++s) {
+          dev->set_op_profile(&profile);
+          model->forward(engine, tokens.data(), tokens.data() + BT, engine.dloss_scale(), loss.data(),
+                         *stream);
+          model->backward(engine, *stream);
+          stream->synchronize();
+          dev->set_op_profile(nullptr);
+          profile.collect();
+          engine.end_micro_step();
+          engine.step();
+          dev->backend().memset_async(*stream, loss.data(), 0, sizeof(double));
+          stream->synchronize();
+        }
+        for (const OpRow& row : profile.rows())
+          mix[row.name.rfind("attention", 0) == 0 ? 1 : row.flops > 0 ? 0 : 2] += row.ms;
+      }
       if (residue)
         residue_bytes = std::max(0.0, double(resident_status_bytes("VmHWM")) - resident_before -
                                           double(plan.total(Tier::device) + plan.total(Tier::host)));
@@ -168,6 +191,8 @@ nlohmann::json run_step_bench(const StepBenchOptions& opt, bool quiet) {
     // last, or the step measured is not training.
     r["losses"] = losses;
     if (residue_bytes >= 0) r["resident_residue_bytes"] = residue_bytes;
+    if (const double all = mix[0] + mix[1] + mix[2]; all > 0)
+      r["mix"] = {{"matmul", mix[0] / all}, {"attention", mix[1] / all}, {"other", mix[2] / all}};
     r["learns"] = losses.size() >= 2 && std::isfinite(losses.back()) && losses.back() < losses.front();
     out[std::string(dtype_name(dt))] = r;
     if (!quiet)

@@ -26,6 +26,9 @@ struct StepBenchOptions {
   // growth of the peak resident set (VmHWM) from before the buffers are made to the last step, less the
   // plan's bytes. Meaningful where nothing has run before in the process (bench calibrate runs it first).
   bool residue = false;
+  // After the timed steps, profile `mix_steps` more forwards and backwards op by op and report, per dtype,
+  // the fractions of their time in products, attention and the rest ("mix"; zero/step_mix.h). 0: none.
+  int mix_steps = 0;
 };
 
 // GFLOP/s of C[M,N] = A[M,K] B[K,N] on the device's backend (median of `reps`, after warm-up).

@@ -135,50 +135,57 @@ Hardware hardware_preset(const std::string& name) {
 }
 
 nlohmann::json Hardware::to_json() const {
-  return {{"name", name},
-          {"source", source},
-          {"device", device_kind_name(device)},
-          {"ranks_per_node", ranks_per_node},
-          {"cores", cores},
-          {"device_bytes", device_bytes},
-          {"host_bytes", host_bytes},
-          {"nvme_bytes", nvme_bytes},
-          {"step_tflops", {{"fp32", step_tflops[0]}, {"bf16", step_tflops[1]}, {"fp16", step_tflops[2]}}},
-          {"peak_tflops", {{"fp32", peak_tflops[0]}, {"bf16", peak_tflops[1]}, {"fp16", peak_tflops[2]}}},
-          {"calibrated_threads", calibrated_threads},
-          {"solo_step_tflops", {{"fp32", solo_step_tflops[0]}, {"bf16", solo_step_tflops[1]}, {"fp16", solo_step_tflops[2]}}},
-          {"device_gbs", device_gbs},
-          {"cpu_adam_gbs", cpu_adam_gbs},
-          {"link_gbs", link_gbs},
-          {"nvme_read_gbs", nvme_read_gbs},
-          {"nvme_write_gbs", nvme_write_gbs},
-          {"nvme_states_gbs", nvme_states_gbs},
-          {"nvme_states_solo_gbs", nvme_states_solo_gbs},
-          {"intra_gbs", intra_gbs},
-          {"inter_gbs", inter_gbs},
-          {"latency_us", latency_us},
-          {"reduce_scatter_gbs", reduce_scatter_gbs},
-          {"all_gather_gbs", all_gather_gbs},
-          {"all_reduce_gbs", all_reduce_gbs},
-          {"sync_us", sync_us},
-          {"sync_fraction", sync_fraction},
-          {"comm_overlap", comm_overlap},
-          {"cast_gbs", cast_gbs},
-          {"numa", [&] {
-             nlohmann::json a = nlohmann::json::array();
-             for (const NumaRates& r : numa) a.push_back({{"node", r.node}, {"read_gbs", r.read_gbs}, {"write_gbs", r.write_gbs}});
-             return a;
-           }()},
-          {"memory",
-           {{"comm_piece_bytes", memory.comm_piece_bytes},
-            {"comm_temporaries", [&] {
-               nlohmann::json a = nlohmann::json::array();
-               for (const CommTemporaries& c : memory.comm) a.push_back({{"ranks", c.ranks}, {"bytes", c.bytes}});
-               return a;
-             }()},
-            {"libraries_bytes", memory.libraries},
-            {"libraries_products", memory.products},
-            {"heap_allocator", memory.heap}}}};
+  nlohmann::json j = {
+      {"name", name},
+      {"source", source},
+      {"device", device_kind_name(device)},
+      {"ranks_per_node", ranks_per_node},
+      {"cores", cores},
+      {"device_bytes", device_bytes},
+      {"host_bytes", host_bytes},
+      {"nvme_bytes", nvme_bytes},
+      {"step_tflops", {{"fp32", step_tflops[0]}, {"bf16", step_tflops[1]}, {"fp16", step_tflops[2]}}},
+      {"peak_tflops", {{"fp32", peak_tflops[0]}, {"bf16", peak_tflops[1]}, {"fp16", peak_tflops[2]}}},
+      {"calibrated_threads", calibrated_threads},
+      {"solo_step_tflops",
+       {{"fp32", solo_step_tflops[0]}, {"bf16", solo_step_tflops[1]}, {"fp16", solo_step_tflops[2]}}},
+      {"device_gbs", device_gbs},
+      {"cpu_adam_gbs", cpu_adam_gbs},
+      {"link_gbs", link_gbs},
+      {"nvme_read_gbs", nvme_read_gbs},
+      {"nvme_write_gbs", nvme_write_gbs},
+      {"nvme_states_gbs", nvme_states_gbs},
+      {"nvme_states_solo_gbs", nvme_states_solo_gbs},
+      {"intra_gbs", intra_gbs},
+      {"inter_gbs", inter_gbs},
+      {"latency_us", latency_us},
+      {"reduce_scatter_gbs", reduce_scatter_gbs},
+      {"all_gather_gbs", all_gather_gbs},
+      {"all_reduce_gbs", all_reduce_gbs},
+      {"sync_us", sync_us},
+      {"sync_fraction", sync_fraction},
+      {"comm_overlap", comm_overlap},
+      {"cast_gbs", cast_gbs},
+      {"numa",
+       [&] {
+         nlohmann::json a = nlohmann::json::array();
+         for (const NumaRates& r : numa)
+           a.push_back({{"node", r.node}, {"read_gbs", r.read_gbs}, {"write_gbs", r.write_gbs}});
+         return a;
+       }()},
+      {"memory",
+       {{"comm_piece_bytes", memory.comm_piece_bytes},
+        {"comm_temporaries",
+         [&] {
+           nlohmann::json a = nlohmann::json::array();
+           for (const CommTemporaries& c : memory.comm) a.push_back({{"ranks", c.ranks}, {"bytes", c.bytes}});
+           return a;
+         }()},
+        {"libraries_bytes", memory.libraries},
+        {"libraries_products", memory.products},
+        {"heap_allocator", memory.heap}}}};
+  if (mix.calibrated.model_flops > 0) j["step_mix"] = step_mix_json(mix);  // since issue 33
+  return j;
 }
 
 void MemoryLines::add_comm(int ranks, double bytes) {
@@ -310,6 +317,8 @@ Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
   if (j.contains("sync_us")) h.sync_us = num("sync_us", 0, 1e9);
   if (j.contains("sync_fraction")) h.sync_fraction = num("sync_fraction", 0, 1);
   if (j.contains("comm_overlap")) h.comm_overlap = num("comm_overlap", -10, 1);
+  if (j.contains("step_mix") && !j["step_mix"].is_null())
+    h.mix = step_mix_from_json(j["step_mix"], src);  // issue 33
   if (j.contains("numa")) {  // since issue 20; optional
     TZ_CHECK(j["numa"].is_array(), src, ": hardware field 'numa' must be a list of {\"node\": N, \"read_gbs\": R, \"write_gbs\": W}");
     for (const nlohmann::json& e : j["numa"]) {

@@ -10,6 +10,7 @@
 
 #include "core/device_traits.h"
 #include "core/dtype.h"
+#include "zero/step_mix.h"
 
 namespace tz {
 
@@ -75,6 +76,9 @@ struct Hardware {
   // products scale with its own threads (a narrow model's do not double from one thread to two).
   int calibrated_threads = 0;
   double solo_step_tflops[3] = {0, 0, 0};
+  // A CPU node (since issue 33; not measured: every model FLOP at the step rate): the calibration model's
+  // forward + backward split into products, attention and the rest, to time other shapes (zero/step_mix.h).
+  StepMix mix;
   double device_gbs = 0;     // device memory bandwidth (the device AdamW)
   double cpu_adam_gbs = 0;   // CPU Adam traffic per node (memory bound), bytes per second / 1e9
   double link_gbs = 0;       // host <-> device per device per direction

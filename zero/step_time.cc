@@ -123,12 +123,26 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
                           : 1.0;
   const double share = host_is_device ? double(rpn) / used : 1.0;
   const double rate = host_is_device ? cpu_rank_rate(hw, in.dtype, rpn) : hw.step_rate(in.dtype);
-  const double micro_compute = flops * (recompute ? 4.0 / 3.0 : 1.0) / (rate * 1e12);
+  // The FLOPs the rate is in: this model's, or (with a calibrated mix) the calibrated model's FLOPs times
+  // the ratio of the two models' times, kind of work by kind (zero/step_mix.h).
+  const bool mixed = host_is_device && hw.mix.measured(in.dtype);
+  const double work = mixed
+                          ? hw.mix.calibrated.model_flops *
+                                hw.mix.time_ratio(compute_counts(in.model, in.shape.B, in.shape.T), in.dtype)
+                          : flops;
+  const double micro_compute = work * (recompute ? 4.0 / 3.0 : 1.0) / (rate * 1e12);
   StepTerm compute{"compute", micro_compute * accum, micro_compute * accum, ""};
   {
-    char b[160];
-    std::snprintf(b, sizeof b, "%.1f GFLOP per micro-step%s at %.3g TFLOP/s", flops / 1e9,
-                  recompute ? " (+ a recomputed forward)" : "", rate);
+    char b[240];
+    int n = std::snprintf(b, sizeof b, "%.1f GFLOP per micro-step%s at %.3g TFLOP/s", flops / 1e9,
+                          recompute ? " (+ a recomputed forward)" : "", rate);
+    if (mixed && n > 0 && std::size_t(n) < sizeof b) {
+      const double* sh = hw.mix.share[in.dtype == DType::f32 ? 0 : in.dtype == DType::bf16 ? 1 : 2];
+      std::snprintf(b + n, sizeof b - std::size_t(n),
+                    ", timed as %.1f by the calibrated mix (products %.0f%%, attention "
+                    "%.0f%%, the rest %.0f%%)",
+                    work / 1e9, 100 * sh[0], 100 * sh[1], 100 * sh[2]);
+    }
     compute.detail = b;
   }
 
