@@ -1,17 +1,13 @@
 // `tierzero bench <name>`: benchmarks; each prints a table, or one JSON object with --json.
+#include <boost/program_options.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <sstream>
 
-#include <boost/program_options.hpp>
-
 #include "comm/mpi_comm.h"
 #include "comm/world.h"
-#include "model/checkpoint_tree.h"
-#include "model/file_io.h"
-#include "model/output_set.h"
 #include "core/cpu_adam.h"
 #include "core/error.h"
 #include "core/memory_budget.h"
@@ -21,8 +17,12 @@
 #include "launch/hardware_file.h"
 #include "launch/model_options.h"
 #include "launch/parse_args.h"
+#include "model/checkpoint_tree.h"
+#include "model/file_io.h"
+#include "model/output_set.h"
 #include "perf/adam_bench.h"
 #include "perf/calibrate.h"
+#include "perf/calibrate_comm.h"
 #include "perf/calibrate_memory.h"
 #include "perf/comm_bench.h"
 #include "perf/io_bench.h"
@@ -332,7 +332,7 @@ struct CalibrateFlags {
   CalibrateOptions o;
   ModelFlags mf{"gpt2"};
   std::string out = local_hardware_path(), nvme_bytes = "1G";
-  bool memory_only = false;
+  bool memory_only = false, network = false;
 };
 
 po::options_description bench_calibrate_options(CalibrateFlags& f) {
@@ -349,7 +349,13 @@ po::options_description bench_calibrate_options(CalibrateFlags& f) {
       "measure only the memory lines outside the plan's buffers and add them to the existing --out file, "
       "keeping its rates: run once more under mpirun -np N for each world size the plan should know the "
       "communication temporaries at (docs/planning.md#outside-the-buffers)")(
-      "out", po::value(&f.out)->default_value(f.out, "$TIERZERO_HARDWARE or ~/.config/tierzero/hardware.json"),
+      "network", po::bool_switch(&f.network),
+      "measure only the collectives between nodes and add them to the existing --out file as its network "
+      "rates "
+      "(\"network\", and inter_gbs), keeping the rest: run under mpirun with one rank on each of 2 or more "
+      "nodes (docs/planning.md#between-nodes-bench-calibrate---network)")(
+      "out",
+      po::value(&f.out)->default_value(f.out, "$TIERZERO_HARDWARE or ~/.config/tierzero/hardware.json"),
       "the hardware file to write (rank 0), where --hardware local reads it: by default $TIERZERO_HARDWARE, "
       "else "
       "$XDG_CONFIG_HOME/tierzero/hardware.json, else ~/.config/tierzero/hardware.json");
@@ -372,6 +378,18 @@ int bench_calibrate(const std::vector<std::string>& args) {
   // --memory-only adds to the file the rates are in: refused before anything is made or measured.
   TZ_CHECK(!f.memory_only || std::filesystem::is_regular_file(out), "--memory-only adds to an existing hardware file, and ",
            out, " is not one; run `tierzero bench calibrate --out ", out, "` first");
+  TZ_CHECK(!(f.memory_only && f.network),
+           "--memory-only and --network each add one measurement to the file: give one");
+  TZ_CHECK(!f.network || std::filesystem::is_regular_file(out),
+           "--network adds to an existing hardware file, and ", out,
+           " is not one; run `tierzero bench calibrate --out ", out, "` on one node first");
+  // Between nodes means one rank on each: ranks sharing a node would measure its shared memory.
+  TZ_CHECK(
+      !f.network || (w.size >= 2 && w.local_size == 1),
+      "--network measures the collectives between nodes with one "
+      "rank on each, and this is ",
+      w.size == 1 ? "one process" : std::to_string(w.local_size) + " ranks on node " + w.host,
+      "; start it under mpirun with one rank per node (mpirun -np N --map-by ppr:1:node, or --host a:1,b:1)");
   {  // the file's folder made and the target checked before the measurements, not after (on every rank: alike)
     check_outside_checkpoint_trees(out, "--out");
     const std::filesystem::path parent = std::filesystem::path(out).parent_path();
@@ -380,7 +398,17 @@ int bench_calibrate(const std::vector<std::string>& args) {
   }
   std::unique_ptr<Communicator> comm = w.source == "single" ? nullptr : make_mpi_world();
   Hardware h;
-  if (f.memory_only) {
+  if (f.network) {
+    h = load_hardware(out);  // on every rank before measuring: a malformed file fails them alike
+    h.network = measure_collective_rates(dynamic_cast<MpiCommunicator&>(*comm));
+    h.inter_gbs = h.network.all_reduce_gbs;
+    if (comm->rank() == 0)
+      std::printf(
+          "network across %d nodes: reduce-scatter %.3g, all-gather %.3g, all-reduce %.3g GB/s bus, latency "
+          "%.0f us\n",
+          h.network.nodes, h.network.reduce_scatter_gbs, h.network.all_gather_gbs, h.network.all_reduce_gbs,
+          h.network.latency_us);
+  } else if (f.memory_only) {
     h = load_hardware(out);  // on every rank before measuring: a malformed file fails them alike
     const MemoryLines m = measure_memory_lines(o, comm.get());
     if (!m.comm.empty()) {

@@ -75,8 +75,9 @@ RoundSpread round_spread(std::vector<double> v) {
   return RoundSpread{v.size() > 2 ? sum / double(v.size() - 2) : median(v), at(0.25), at(0.75)};
 }
 
-std::string measure_comm_terms(MpiCommunicator& comm, const CalibrateOptions& opt, Hardware& h) {
-  // The rates: every collective in training's pieces, 4 KiB to 64 MiB.
+NetworkRates measure_collective_rates(MpiCommunicator& comm) {
+  // Every collective in training's pieces, 4 KiB to 64 MiB: the bus rates at 64 MiB, the latency of the
+  // smallest all-reduce.
   CommBenchOptions co;
   co.collectives = {Collective::reduce_scatter, Collective::all_gather, Collective::all_reduce};
   co.min_bytes = 4096;
@@ -84,19 +85,31 @@ std::string measure_comm_terms(MpiCommunicator& comm, const CalibrateOptions& op
   co.iters = 10;
   co.piece_bytes = ZeroOptions{}.comm_piece_bytes;
   const nlohmann::json r = run_comm_bench(comm, co, true);
+  NetworkRates n;
   for (const nlohmann::json& row : r["rows"]) {
     if (row["bytes"].get<std::size_t>() != co.max_bytes) continue;
     const std::string c = row["collective"].get<std::string>();
     const double bus = row["busbw_gbs"].get<double>();
-    (c == "reduce_scatter" ? h.reduce_scatter_gbs : c == "all_gather" ? h.all_gather_gbs : h.all_reduce_gbs) = bus;
+    (c == "reduce_scatter" ? n.reduce_scatter_gbs
+     : c == "all_gather"   ? n.all_gather_gbs
+                           : n.all_reduce_gbs) = bus;
   }
   for (const nlohmann::json& row : r["rows"])
     if (row["collective"] == "all_reduce") {
-      h.latency_us = row["time_us"].get<double>();  // the smallest all-reduce
+      n.latency_us = row["time_us"].get<double>();
       break;
     }
+  n.nodes = comm.size();
+  return n;
+}
+
+std::string measure_comm_terms(MpiCommunicator& comm, const CalibrateOptions& opt, Hardware& h) {
+  const NetworkRates n = measure_collective_rates(comm);
+  h.reduce_scatter_gbs = n.reduce_scatter_gbs, h.all_gather_gbs = n.all_gather_gbs,
+  h.all_reduce_gbs = n.all_reduce_gbs;
+  h.latency_us = n.latency_us;
   h.intra_gbs = h.all_reduce_gbs;
-  h.inter_gbs = h.intra_gbs;  // one node measured: between nodes is unknown (edit the file)
+  h.inter_gbs = h.intra_gbs;  // one node measured: between nodes is unknown (bench calibrate --network)
 
   // Synchronisation: compute then a small all-reduce waited on, against the same compute alone (all ranks
   // at once in both), less the latency. Each round runs both, begun together at a barrier, and gives their

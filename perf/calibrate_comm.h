@@ -25,6 +25,11 @@ struct RoundSpread {
 };
 RoundSpread round_spread(std::vector<double> rounds);
 
+// Each collective's bus rate in training's pieces and a small all-reduce's latency over comm (2 ranks or
+// more; collective), with comm's size as `nodes`: across nodes, one rank each, the network's
+// (`bench calibrate --network`).
+NetworkRates measure_collective_rates(MpiCommunicator& comm);
+
 // Sets h's latency_us, intra_gbs (and inter_gbs: one node), the three collectives' rates, sync_us and
 // comm_overlap. Collective over comm (2 ranks or more). Returns a line that gives the spread of the last
 // two (their quartiles over the rounds, on the rank whose median was taken).

@@ -185,6 +185,12 @@ nlohmann::json Hardware::to_json() const {
         {"libraries_products", memory.products},
         {"heap_allocator", memory.heap}}}};
   if (mix.calibrated.model_flops > 0) j["step_mix"] = step_mix_json(mix);  // since issue 33
+  if (network.nodes > 0)                                                   // since issue 33
+    j["network"] = {{"nodes", network.nodes},
+                    {"reduce_scatter_gbs", network.reduce_scatter_gbs},
+                    {"all_gather_gbs", network.all_gather_gbs},
+                    {"all_reduce_gbs", network.all_reduce_gbs},
+                    {"latency_us", network.latency_us}};
   return j;
 }
 
@@ -319,6 +325,27 @@ Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
   if (j.contains("comm_overlap")) h.comm_overlap = num("comm_overlap", -10, 1);
   if (j.contains("step_mix") && !j["step_mix"].is_null())
     h.mix = step_mix_from_json(j["step_mix"], src);  // issue 33
+  if (j.contains("network") && !j["network"].is_null()) {  // since issue 33; optional
+    const nlohmann::json& n = j["network"];
+    TZ_CHECK(n.is_object(), src,
+             ": hardware field 'network' must be an object (what `tierzero bench calibrate --network` "
+             "writes)");
+    auto field = [&](const char* key, double lo, double hi) {
+      TZ_CHECK(n.contains(key) && n[key].is_number() && std::isfinite(n[key].get<double>()) &&
+                   n[key].get<double>() >= lo && n[key].get<double>() <= hi,
+               src, ": hardware field 'network.", key, "' must be a number in [", shown(lo), ", ", shown(hi),
+               "]");
+      return n[key].get<double>();
+    };
+    const double nodes = field("nodes", 2, 1 << 20);
+    TZ_CHECK(nodes == std::floor(nodes), src, ": hardware field 'network.nodes' must be a whole number, got ",
+             nodes);
+    h.network.nodes = int(nodes);
+    h.network.reduce_scatter_gbs = field("reduce_scatter_gbs", kMinRate, kMaxRate);
+    h.network.all_gather_gbs = field("all_gather_gbs", kMinRate, kMaxRate);
+    h.network.all_reduce_gbs = field("all_reduce_gbs", kMinRate, kMaxRate);
+    h.network.latency_us = field("latency_us", 0, 1e9);
+  }
   if (j.contains("numa")) {  // since issue 20; optional
     TZ_CHECK(j["numa"].is_array(), src, ": hardware field 'numa' must be a list of {\"node\": N, \"read_gbs\": R, \"write_gbs\": W}");
     for (const nlohmann::json& e : j["numa"]) {

@@ -52,6 +52,15 @@ struct MemoryLines {
   void add_comm(int ranks, double bytes);  // replaces a measurement at the same size
 };
 
+// The collectives between nodes as `tierzero bench calibrate --network` measures them (since issue 33; the
+// hardware file's "network"), one rank per node: each collective's bus rate in training's pieces and the
+// latency of a small all-reduce. 0: not measured (the model then uses inter_gbs and latency_us).
+struct NetworkRates {
+  double reduce_scatter_gbs = 0, all_gather_gbs = 0, all_reduce_gbs = 0, latency_us = 0;
+  int nodes = 0;  // the nodes they were measured across
+  bool operator==(const NetworkRates&) const = default;
+};
+
 struct Hardware {
   std::string name, source;
   // The device each rank trains on; its traits say whether it is the host (CPU training: device copies are
@@ -96,6 +105,7 @@ struct Hardware {
   double intra_gbs = 0;      // collective bus bandwidth per rank inside a node
   double inter_gbs = 0;      // per rank between nodes
   double latency_us = 0;     // fixed cost of one collective
+  NetworkRates network;      // between nodes, measured (inter_gbs is then its all-reduce rate)
   // Measured by calibrate since issue 33 (0: not measured; the model then uses intra_gbs, no sync cost,
   // no overlap and no cast term). Each collective's own bus rate in a node, in the training's pieces:
   double reduce_scatter_gbs = 0, all_gather_gbs = 0, all_reduce_gbs = 0;

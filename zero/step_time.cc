@@ -98,16 +98,28 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
   p.hardware = hw.name;
   p.nodes = (W + hw.ranks_per_node - 1) / hw.ranks_per_node;
   const int rpn = std::min(W, hw.ranks_per_node);
-  const double bus = p.nodes > 1 ? std::min(hw.intra_gbs, hw.inter_gbs) : hw.intra_gbs;
+  // Across nodes the network's rates bound every collective (`bench calibrate --network`'s per collective
+  // where measured, else inter_gbs); with one rank per node nothing goes through the node's own path.
+  const NetworkRates& net = hw.network;
+  const double between = net.nodes > 0 ? net.all_reduce_gbs : hw.inter_gbs;
+  const double bus = p.nodes <= 1 ? hw.intra_gbs : rpn > 1 ? std::min(hw.intra_gbs, between) : between;
   TZ_CHECK(W == 1 || bus > 0, "hardware '", hw.name, "' has no collective bandwidth (",
-           hw.intra_gbs <= 0 ? "intra_gbs" : "inter_gbs", " is 0); calibrate under mpirun -np 2 or give it in the file");
-  // Each collective at its own measured rate where the calibration has one (in a node; across nodes no
-  // faster than inter_gbs), else the all-reduce bus.
-  auto bus_of = [&](double kind_gbs) {
-    if (kind_gbs <= 0) return bus;
-    return p.nodes > 1 ? std::min(kind_gbs, hw.inter_gbs) : kind_gbs;
+           p.nodes > 1 && hw.intra_gbs > 0 ? "inter_gbs" : "intra_gbs",
+           " is 0); calibrate under mpirun -np 2 or give it in the file");
+  // Each collective at its own measured rate where the calibration has one (in a node, the node's), else
+  // the all-reduce bus; across nodes no faster than the network's rate for it.
+  auto bus_of = [&](double kind_gbs, double net_gbs) {
+    const double in_node = kind_gbs > 0 ? kind_gbs : hw.intra_gbs;
+    if (p.nodes <= 1) return kind_gbs > 0 ? kind_gbs : bus;
+    const double across = net.nodes > 0 ? net_gbs : hw.inter_gbs;
+    return rpn > 1 ? std::min(in_node, across) : across;
   };
-  const double rs_bus = bus_of(hw.reduce_scatter_gbs), ag_bus = bus_of(hw.all_gather_gbs), ar_bus = bus_of(hw.all_reduce_gbs);
+  const double rs_bus = bus_of(hw.reduce_scatter_gbs, net.reduce_scatter_gbs),
+               ag_bus = bus_of(hw.all_gather_gbs, net.all_gather_gbs),
+               ar_bus = bus_of(hw.all_reduce_gbs, net.all_reduce_gbs);
+  // A collective across nodes waits the network's latency where it was measured (the larger of the two).
+  const double latency_us =
+      p.nodes > 1 && net.nodes > 0 ? std::max(hw.latency_us, net.latency_us) : hw.latency_us;
   const double wbytes = double(dtype_size(in.dtype));
   // On a CPU the collectives, copies and the optimizer run on the cores that compute: nothing is hidden.
   const bool host_is_device = device_traits(hw.device).unified_memory;
@@ -151,8 +163,8 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
   double reduce_once = 0, last_launch = 0, reduce_bytes = 0;
   for (int l = 0; l < plan.buckets.launches(); ++l) {
     const double elems = double(plan.buckets.stride[l]) * (plan.buckets.reduce_scatter ? W : 1);
-    last_launch = plan.buckets.reduce_scatter ? collective_s(elems * 4, W, false, rs_bus, hw.latency_us)
-                                              : collective_s(elems * 4, W, true, ar_bus, hw.latency_us);
+    last_launch = plan.buckets.reduce_scatter ? collective_s(elems * 4, W, false, rs_bus, latency_us)
+                                              : collective_s(elems * 4, W, true, ar_bus, latency_us);
     reduce_once += last_launch;
     reduce_bytes += elems * 4;
   }
@@ -166,13 +178,13 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
     const GroupPlacement& gp = pl.groups[g];
     const double bytes = double(plan.map.group(g).padded) * wbytes;
     if (gp.params_sharded) {
-      const double t = collective_s(bytes, W, false, ag_bus, hw.latency_us);
+      const double t = collective_s(bytes, W, false, ag_bus, latency_us);
       gather_micro += 2 * t;
       gathers_micro += 2;
       if (gather_first == 0) gather_first = t;
     }
     if (gp.regather_after_step) {
-      regather += collective_s(bytes, W, false, ag_bus, hw.latency_us);
+      regather += collective_s(bytes, W, false, ag_bus, latency_us);
       ++regathers;
     }
   }
@@ -299,7 +311,7 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
   StepTerm nvme{"nvme parameters", nvme_fetch_micro * accum + nvme_param_write, 0, ""};
   nvme.exposed = std::max(0.0, nvme_fetch_micro - (prefetch_io ? micro_compute : 0)) * accum + nvme_param_write;
   nvme.detail = "parameter shards read " + ms(nvme_fetch_micro) + " per micro-step, written " + ms(nvme_param_write);
-  StepTerm scalars{"scalar reductions", 3 * collective_s(8, W, true, bus > 0 ? bus : 1, hw.latency_us), 0,
+  StepTerm scalars{"scalar reductions", 3 * collective_s(8, W, true, bus > 0 ? bus : 1, latency_us), 0,
                    "loss, norm, stop flag"};
   scalars.exposed = scalars.seconds;
 

@@ -69,12 +69,16 @@ two_hosts_3="held-out-3 gpt2 320 stage 1 bf16, two hosts" two_hosts_4="held-out-
 two_hosts_5="held-out-5 gpt2 416 stage 3 fp32, two hosts" two_hosts_6="held-out-6 gpt2 272 stage 2 bf16, two hosts"
 two_hosts_7="held-out-7 gpt2 464 stage 1 fp32, two hosts" two_hosts_8="held-out-8 gpt2 560 stage 2 fp32, two hosts"
 two_hosts_8b="held-out-8 gpt2 208 stage 3 bf16, two hosts"
+two_host_rows=0
 for h in "$two_hosts" "$two_hosts_2" "$two_hosts_3" "$two_hosts_4" "$two_hosts_5" "$two_hosts_6" "$two_hosts_7" \
          "$two_hosts_8" "$two_hosts_8b"; do
   if [ "$set_" != tuning ] && [[ "$set_" == all || "$h" == "$set_ "* ]] && { [ -z "$only" ] || [[ "$h" =~ $only ]]; } &&
-     [ "$(id -u)" = 0 ] && [[ "$(realpath -m "$work")/" == /tmp/* ]]; then
-    echo "validate_plan.sh: WORK_DIR '$work' is under /tmp, which each simulated host of '$h' has of its own; give one outside /tmp" >&2
-    exit 2
+     [ "$(id -u)" = 0 ]; then
+    if [[ "$(realpath -m "$work")/" == /tmp/* ]]; then
+      echo "validate_plan.sh: WORK_DIR '$work' is under /tmp, which each simulated host of '$h' has of its own; give one outside /tmp" >&2
+      exit 2
+    fi
+    two_host_rows=1
   fi
 done
 tz=$(cd "$build" && pwd)/launch/tierzero
@@ -166,6 +170,16 @@ mpirun -np 2 --oversubscribe --bind-to none -x OMP_NUM_THREADS=$((cores / 2 > 0 
 # the 2-rank calibration's).
 mpirun -np 4 --oversubscribe --bind-to none -x OMP_NUM_THREADS=1 \
   "$tz" bench calibrate "${gpt[@]}" --memory-only --out "$work/hw.json" > "$work/calibrate-memory.log"
+# The network between the two simulated hosts (TCP over their veth pair), one rank on each, for the runs
+# across them: the plan times those as 2 nodes of one rank at the network's rates (since held-out-8; before,
+# as one node of 2 ranks at the shared-memory rates).
+if ((two_host_rows)); then
+  rc=0
+  bash "$root/perf/scripts/run_two_hosts.sh" "$work/calibrate-network.log" 1 "$tz" bench calibrate --network \
+    --out "$work/hw.json" || rc=$?
+  ((rc == 0 || rc == 77)) || { cat "$work/calibrate-network.log"; exit 1; }
+  grep -h "^network across" "$work/calibrate-network.log" || true
+fi
 echo "calibration: $work/hw.json ($(grep -o '"source": "[^"]*"' "$work/hw.json"))"
 echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2) ($(grep -o -m1 'amx_bf16' /proc/cpuinfo || echo no AMX), $cores cores)"
 threads_flag=0 before_threads_flag=0
@@ -196,7 +210,9 @@ run() {  # run NAME WORLD THREADS MODEL_ARRAY_NAME FLAGS...   (WORLD "2h": 2 ran
   local flags=("${model_flags[@]}" "$@") extra=()
   ((threads_flag)) && extra=(--threads-per-rank "$threads")
   local predicted planned measured grew
-  predicted=$("$tz" plan --world "$world" "${flags[@]}" "${extra[@]}" --hardware "$work/hw.json" --ranks-per-node "$world" |
+  local per_node=$world
+  ((hosts == 2)) && grep -q '"network"' "$work/hw.json" && per_node=1  # 2 nodes at the network's measured rates
+  predicted=$("$tz" plan --world "$world" "${flags[@]}" "${extra[@]}" --hardware "$work/hw.json" --ranks-per-node "$per_node" |
               awk '/^  step /{print $2}')
   planned=$("$tz" plan --world "$world" --rank 0 "${flags[@]}" "${extra[@]}" --hardware "$work/hw.json" --json |
             /usr/bin/python3 -c "import json,sys; b=json.load(sys.stdin)['ranks'][0]['bytes']; print(b['device']+b['host'])")
