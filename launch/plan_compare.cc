@@ -18,18 +18,37 @@ struct Option {
 
 std::vector<Option> options() {
   auto stage = [](int s) { return [s](PlanInputs& in) { in.zero.stage = s; }; };
+  auto host_states = [](int s, MomentFormat states, MasterFormat master) {
+    return [=](PlanInputs& in) {
+      in.zero.stage = s, in.offload.optimizer = Tier::host;
+      in.offload.optimizer_states = states, in.offload.master_weights = master;
+    };
+  };
   return {
       {"stage 0 (data parallel)", stage(0)},
       {"stage 1", stage(1)},
       {"stage 2", stage(2)},
       {"stage 3", stage(3)},
-      {"stage 2, optimizer on host", [](PlanInputs& in) { in.zero.stage = 2, in.offload.optimizer = Tier::host; }},
-      {"stage 3, optimizer on host", [](PlanInputs& in) { in.zero.stage = 3, in.offload.optimizer = Tier::host; }},
-      {"stage 3, optimizer on NVMe", [](PlanInputs& in) { in.zero.stage = 3, in.offload.optimizer = Tier::nvme; }},
+      {"stage 2, optimizer on host",
+       [](PlanInputs& in) { in.zero.stage = 2, in.offload.optimizer = Tier::host; }},
+      {"stage 3, optimizer on host",
+       [](PlanInputs& in) { in.zero.stage = 3, in.offload.optimizer = Tier::host; }},
+      {"stage 3, optimizer on NVMe",
+       [](PlanInputs& in) { in.zero.stage = 3, in.offload.optimizer = Tier::nvme; }},
       {"stage 3, optimizer + params on host",
-       [](PlanInputs& in) { in.zero.stage = 3, in.offload.optimizer = Tier::host, in.offload.param = Tier::host; }},
+       [](PlanInputs& in) {
+         in.zero.stage = 3, in.offload.optimizer = Tier::host, in.offload.param = Tier::host;
+       }},
       {"stage 3, optimizer + params on NVMe",
-       [](PlanInputs& in) { in.zero.stage = 3, in.offload.optimizer = Tier::nvme, in.offload.param = Tier::nvme; }},
+       [](PlanInputs& in) {
+         in.zero.stage = 3, in.offload.optimizer = Tier::nvme, in.offload.param = Tier::nvme;
+       }},
+      // Compressed states on the host tier (issue 36): the bytes they save and the update time they cost.
+      {"stage 2, optimizer on host, int8 + bf16-sr master",
+       host_states(2, MomentFormat::int8, MasterFormat::bf16_sr)},
+      {"stage 3, optimizer on host, bf16 states", host_states(3, MomentFormat::bf16, MasterFormat::fp32)},
+      {"stage 3, optimizer on host, int8 + bf16-sr master",
+       host_states(3, MomentFormat::int8, MasterFormat::bf16_sr)},
   };
 }
 
@@ -46,6 +65,8 @@ std::vector<CompareRow> compare_options(const TrainOptions& opt, int world, cons
       in.device = hw.device;
       in.offload.optimizer = in.offload.param = Tier::device;
       in.offload.activations = Tier::device;
+      // Each option says its states' formats: fp32 unless it names others.
+      in.offload.optimizer_states = MomentFormat::fp32, in.offload.master_weights = MasterFormat::fp32;
       o.apply(in);
       if (in_file(in.offload.optimizer) || in_file(in.offload.param))
         if (in.offload.nvme_paths.empty()) in.offload.nvme_paths = {"nvme"};
@@ -79,6 +100,7 @@ std::vector<CompareRow> compare_options(const TrainOptions& opt, int world, cons
         }
       } catch (const Error& e) {
         r.fits = false;
+        r.refused = true;  // e.g. int8 states at a world size whose shards cut a quantization block
         r.problem = e.what();
       }
       rows.push_back(r);
@@ -90,8 +112,9 @@ std::vector<CompareRow> compare_options(const TrainOptions& opt, int world, cons
 std::string compare_table(const std::vector<CompareRow>& rows, const Prices& prices, long long run_tokens) {
   char line[400];
   std::string s;
-  std::snprintf(line, sizeof line, "%-12s %-36s %10s %10s %10s %10s %12s %6s %10s %10s %10s\n", "hardware", "option",
-                "device", "host", "nvme", "step ms", "tokens/s", "MFU", "h/Mtok", "$/Mtok", "$/run");
+  std::snprintf(line, sizeof line, "%-12s %-50s %10s %10s %10s %10s %12s %6s %10s %10s %10s\n", "hardware",
+                "option", "device", "host", "nvme", "step ms", "tokens/s", "MFU", "h/Mtok", "$/Mtok",
+                "$/run");
   s += line;
   for (const CompareRow& r : rows) {
     auto gib = [](std::size_t b) {
@@ -100,19 +123,25 @@ std::string compare_table(const std::vector<CompareRow>& rows, const Prices& pri
       return std::string(x);
     };
     if (!r.fits || !r.predicted) {
-      std::snprintf(line, sizeof line, "%-12s %-36s %10s %10s %10s %10s\n", r.hardware.c_str(), r.option.c_str(),
-                    gib(r.bytes[Tier::device]).c_str(), gib(r.bytes[Tier::host]).c_str(), gib(r.bytes[Tier::nvme]).c_str(),
-                    r.fits ? "no prediction (below)" : "does not fit");
+      std::snprintf(line, sizeof line, "%-12s %-50s %10s %10s %10s %10s\n", r.hardware.c_str(),
+                    r.option.c_str(), gib(r.bytes[Tier::device]).c_str(), gib(r.bytes[Tier::host]).c_str(),
+                    gib(r.bytes[Tier::nvme]).c_str(),
+                    r.refused ? "refused (below)"
+                    : r.fits  ? "no prediction (below)"
+                              : "does not fit");
     } else {
-      std::snprintf(line, sizeof line, "%-12s %-36s %10s %10s %10s %10.1f %12.0f %5.1f%% %10.4f %10.2f %10.0f\n",
-                    r.hardware.c_str(), r.option.c_str(), gib(r.bytes[Tier::device]).c_str(), gib(r.bytes[Tier::host]).c_str(),
-                    gib(r.bytes[Tier::nvme]).c_str(), r.step_s * 1e3, r.tokens_per_s, 100 * r.mfu, r.hours_per_mtok,
-                    r.cost_per_mtok, r.run_cost);
+      std::snprintf(line, sizeof line,
+                    "%-12s %-50s %10s %10s %10s %10.1f %12.0f %5.1f%% %10.4f %10.2f %10.0f\n",
+                    r.hardware.c_str(), r.option.c_str(), gib(r.bytes[Tier::device]).c_str(),
+                    gib(r.bytes[Tier::host]).c_str(), gib(r.bytes[Tier::nvme]).c_str(), r.step_s * 1e3,
+                    r.tokens_per_s, 100 * r.mfu, r.hours_per_mtok, r.cost_per_mtok, r.run_cost);
     }
     s += line;
   }
   for (const CompareRow& r : rows)
     if (r.fits && !r.predicted) s += "no prediction for " + r.hardware + ", " + r.option + ": " + r.problem + "\n";
+  for (const CompareRow& r : rows)
+    if (r.refused) s += "refused: " + r.hardware + ", " + r.option + ": " + r.problem + "\n";
   std::snprintf(line, sizeof line,
                 "prices: %.2f per GPU-hour, %.2f per node-hour, %.2f per TB-hour of NVMe; a run: %lld tokens "
                 "(--steps x tokens per step); memory per rank",
@@ -143,6 +172,7 @@ nlohmann::json compare_json(const std::vector<CompareRow>& rows) {
                  {"option", r.option},
                  {"fits", r.fits},
                  {"predicted", r.predicted},
+                 {"refused", r.refused},
                  {"problem", r.problem},
                  {"bytes", bytes},
                  {"step_ms", r.step_s * 1e3},

@@ -1,7 +1,7 @@
 // `tierzero plan --compare`: one table of ways to train one model on one world size (GPU-only at
-// stages 0-3, the optimizer on the host or on NVMe, parameters offloaded, each on every hardware
-// asked for), each planned and its step predicted, with the time and cost per million tokens and per
-// run at the prices given. The question "bigger devices or offloading" in one command.
+// stages 0-3, the optimizer on the host or on NVMe, parameters offloaded, compressed optimizer states on
+// the host), each on every hardware asked for, planned and its step predicted, with the time and cost per
+// million tokens and per run at the prices given. The question "bigger devices or offloading" in one command.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -23,6 +23,7 @@ struct CompareRow {
   std::string hardware, option;
   bool fits = false;
   bool predicted = false;  // fits, and the hardware's rates predict its step (else `problem` says why not)
+  bool refused = false;    // the planner refused the option outright (`problem` says why): not a budget
   std::string problem;     // when it does not fit: the first tier over budget; or why there is no prediction
   PerTier<std::size_t> bytes;
   double step_s = 0, tokens_per_s = 0, mfu = 0;

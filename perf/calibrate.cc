@@ -190,6 +190,17 @@ Hardware calibrate(const CalibrateOptions& opt, Communicator* comm, bool quiet) 
   const nlohmann::json adam = run_adam_bench(ao, true);
   h.cpu_adam_gbs = adam["rows"][0]["gb_per_s"].get<double>() * ranks;
   h.device_gbs = h.cpu_adam_gbs;  // on a CPU the device AdamW is the same CPU Adam
+  // The same update on compressed states (issue 36), each beside the fp32 step, every rank at once.
+  for (MomentFormat states : {MomentFormat::fp32, MomentFormat::bf16, MomentFormat::int8})
+    for (MasterFormat master : {MasterFormat::fp32, MasterFormat::bf16_sr}) {
+      if (states == MomentFormat::fp32 && master == MasterFormat::fp32) continue;
+      AdamBenchOptions fo = ao;
+      fo.states = states, fo.master = master, fo.warmup_reps = 1;
+      const nlohmann::json r = run_adam_compressed_bench(fo, true);
+      h.cpu_adam_format_time[std::string(moment_format_name(states)) + "/" +
+                             std::string(master_format_name(master))] =
+          1.0 / r["rows"][1]["speedup_over_fp32"].get<double>();
+    }
   h.link_gbs = copy_gbs();
   // Each NUMA node's stream rates (`tierzero bench numa`), every rank measuring at once.
   NumaBenchOptions no;

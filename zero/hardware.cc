@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/adam_compressed.h"
 #include "core/error.h"
 
 namespace tz {
@@ -185,6 +186,7 @@ nlohmann::json Hardware::to_json() const {
         {"libraries_products", memory.products},
         {"heap_allocator", memory.heap}}}};
   if (mix.calibrated.model_flops > 0) j["step_mix"] = step_mix_json(mix);  // since issue 33
+  if (!cpu_adam_format_time.empty()) j["cpu_adam_format_time"] = cpu_adam_format_time;  // since issue 36
   if (network.nodes > 0)                                                   // since issue 33
     j["network"] = {{"nodes", network.nodes},
                     {"reduce_scatter_gbs", network.reduce_scatter_gbs},
@@ -325,6 +327,27 @@ Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
   if (j.contains("comm_overlap")) h.comm_overlap = num("comm_overlap", -10, 1);
   if (j.contains("step_mix") && !j["step_mix"].is_null())
     h.mix = step_mix_from_json(j["step_mix"], src);  // issue 33
+  if (j.contains("cpu_adam_format_time")) {          // since issue 36; optional
+    const nlohmann::json& f = j["cpu_adam_format_time"];
+    TZ_CHECK(f.is_object(), src,
+             ": hardware field 'cpu_adam_format_time' must be an object {\"int8/bf16-sr\": T, ...}");
+    for (const auto& [key, v] : f.items()) {
+      const std::size_t slash = key.find('/');
+      TZ_CHECK(slash != std::string::npos, src, ": hardware field 'cpu_adam_format_time' key '", key,
+               "' must be STATES/MASTER (\"int8/bf16-sr\")");
+      try {
+        parse_moment_format(key.substr(0, slash), "cpu_adam_format_time");
+        parse_master_format(key.substr(slash + 1), "cpu_adam_format_time");
+      } catch (const Error& e) {
+        TZ_FAIL(src, ": hardware field 'cpu_adam_format_time' key '", key, "': ", e.what());
+      }
+      TZ_CHECK(v.is_number() && std::isfinite(v.get<double>()) && v.get<double>() >= 0.01 &&
+                   v.get<double>() <= 1000,
+               src, ": hardware field 'cpu_adam_format_time.", key,
+               "' must be a number in [0.01, 1000] (times fp32's)");
+      h.cpu_adam_format_time[key] = v.get<double>();
+    }
+  }
   if (j.contains("network") && !j["network"].is_null()) {  // since issue 33; optional
     const nlohmann::json& n = j["network"];
     TZ_CHECK(n.is_object(), src,

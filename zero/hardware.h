@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -90,6 +91,10 @@ struct Hardware {
   StepMix mix;
   double device_gbs = 0;     // device memory bandwidth (the device AdamW)
   double cpu_adam_gbs = 0;   // CPU Adam traffic per node (memory bound), bytes per second / 1e9
+  // The CPU Adam on compressed states (since issue 36; a format not here: fp32's time): its time per
+  // parameter over the fp32 step's, by "states/master" ("int8/bf16-sr"), as `bench adam
+  // --optimizer-states S --master-weights M` reads it beside the fp32 step.
+  std::map<std::string, double> cpu_adam_format_time;
   double link_gbs = 0;       // host <-> device per device per direction
   double nvme_read_gbs = 0, nvme_write_gbs = 0;  // per node
   // The optimizer's NVMe states as training moves them (since issue 33; 0: not measured, the model uses

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/adam_compressed.h"
 #include "core/error.h"
 #include "zero/numa_tier.h"
 #include "zero/speculative_adam.h"
@@ -237,8 +238,24 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
     if (numa_note.find(note) == std::string::npos) numa_note += (numa_note.empty() ? "" : "; ") + note;
     return r;
   };
+  // Compressed states (issue 36): the CPU Adam at the format's calibrated time per parameter over fp32's.
+  std::string format_note;
+  double format_time = 1;
+  if (in.offload.compressed_states()) {
+    const std::string key = std::string(moment_format_name(in.offload.optimizer_states)) + "/" +
+                            std::string(master_format_name(in.offload.master_weights));
+    const auto it = hw.cpu_adam_format_time.find(key);
+    if (it != hw.cpu_adam_format_time.end()) format_time = it->second;
+    char b[160];
+    if (it != hw.cpu_adam_format_time.end())
+      std::snprintf(b, sizeof b, "states %s at %.2fx fp32's time per parameter", key.c_str(), format_time);
+    else
+      std::snprintf(b, sizeof b, "states %s at fp32's time per parameter (not calibrated on this hardware)",
+                    key.c_str());
+    format_note = b;
+  }
   auto host_adam_s = [&](const GroupPlacement& gp, double bytes, double opt) {
-    double t = seconds_at(bytes, adam_rate, hw, "cpu_adam_gbs", "CPU Adam states");
+    double t = format_time * seconds_at(bytes, adam_rate, hw, "cpu_adam_gbs", "CPU Adam states");
     if (const NumaRates* r = node_rates(gp.master_home))
       t = std::max({t, opt * 12 / (r->read_gbs * 1e9 / rpn), opt * 12 / (r->write_gbs * 1e9 / rpn)});
     return t;
@@ -307,6 +324,7 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
                     ms(spec_adam).c_str(), ms(backward_s).c_str());
     optim.detail = b;
     if (!numa_note.empty()) optim.detail += "; " + numa_note;
+    if (!format_note.empty()) optim.detail += "; " + format_note;
   }
   StepTerm nvme{"nvme parameters", nvme_fetch_micro * accum + nvme_param_write, 0, ""};
   nvme.exposed = std::max(0.0, nvme_fetch_micro - (prefetch_io ? micro_compute : 0)) * accum + nvme_param_write;
