@@ -9,11 +9,10 @@
 #include <cstdlib>
 #include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "core/blockwise_quant.h"
 #include "core/stochastic_round.h"
@@ -41,11 +40,16 @@ struct States {
   std::vector<std::uint8_t> m, v;
   std::vector<float> m_abs, v_abs;
   explicit States(const std::vector<float>& p0)
-      : n(p0.size()), p(p0), m(n, nearest_code(dynamic_map(true), 0.0f)), v(n, nearest_code(dynamic_map(false), 0.0f)),
-        m_abs(quant_blocks(n), 0.0f), v_abs(quant_blocks(n), 0.0f) {
+      : n(p0.size()),
+        p(p0),
+        m(n, nearest_code(dynamic_map(true), 0.0f)),
+        v(n, nearest_code(dynamic_map(false), 0.0f)),
+        m_abs(quant_blocks(n), 0.0f),
+        v_abs(quant_blocks(n), 0.0f) {
     for (float x : p0) pb.push_back(float_to_bf16(x));
   }
-  void step(const math::AdamCoeffs& c, const std::vector<float>& g, bool bf16_master, std::uint64_t seed, int t) {
+  void step(const math::AdamCoeffs& c, const std::vector<float>& g, bool bf16_master, std::uint64_t seed,
+            int t) {
     for (std::size_t b = 0, at = 0; at < n; ++b, at += kQuantBlock) {
       const std::size_t k = std::min(kQuantBlock, n - at);
       Int8Moments s{m.data() + at, &m_abs[b], v.data() + at, &v_abs[b]};
@@ -69,7 +73,8 @@ std::vector<float> gradient(std::mt19937& rng, std::size_t n, int t) {
     const std::size_t b = i / kQuantBlock;
     g[i] = b == 1 ? 0.0f : nd(rng) * (b == 3 ? std::pow(10.0f, -float(i % 6)) : 0.01f);
   }
-  if (t % 2 == 0) g[2 * kQuantBlock + 5] = kNaN, g[2 * kQuantBlock + 9] = kInf, g[2 * kQuantBlock + 17] = -kInf;
+  if (t % 2 == 0)
+    g[2 * kQuantBlock + 5] = kNaN, g[2 * kQuantBlock + 9] = kInf, g[2 * kQuantBlock + 17] = -kInf;
   return g;
 }
 
@@ -80,7 +85,9 @@ bool reference_available(std::string* why) {
     return false;
   }
   if (std::system("/usr/bin/python3 -c 'import numpy' 2>/dev/null") != 0) {
-    *why = "/usr/bin/python3 with numpy is missing (scripts/install-deps.sh installs python3-torch, which brings it)";
+    *why =
+        "/usr/bin/python3 with numpy is missing (scripts/install-deps.sh installs python3-torch, which "
+        "brings it)";
     return false;
   }
   return true;
@@ -101,8 +108,11 @@ nlohmann::json run_reference(const nlohmann::json& in) {
 
 // The reference's input: n, the master's format, the seed, the starting parameters; steps are appended.
 nlohmann::json reference_input(const std::vector<float>& p0, bool bf16_master, const char* moments) {
-  nlohmann::json in = {{"n", p0.size()}, {"master", bf16_master ? "bf16-sr" : "fp32"}, {"seed", 77},
-                       {"moments", moments}, {"steps", nlohmann::json::array()}};
+  nlohmann::json in = {{"n", p0.size()},
+                       {"master", bf16_master ? "bf16-sr" : "fp32"},
+                       {"seed", 77},
+                       {"moments", moments},
+                       {"steps", nlohmann::json::array()}};
   for (float x : p0) in["p"].push_back(bits(x));
   return in;
 }
@@ -189,8 +199,8 @@ TEST_P(Bf16MomentAdamReference, FiveStepsGiveTheReferencesBits) {
     for (std::size_t at : {std::size_t(0), std::size_t(300)}) {
       const std::size_t len = at == 0 ? 300 : n - 300;
       if (bf16_master)
-        adamw_bf16m_block_bf16(c, pb.data() + at, g.data() + at, len, Bf16Moments{m.data() + at, v.data() + at},
-                               SrKey{77, std::uint64_t(t), at});
+        adamw_bf16m_block_bf16(c, pb.data() + at, g.data() + at, len,
+                               Bf16Moments{m.data() + at, v.data() + at}, SrKey{77, std::uint64_t(t), at});
       else
         adamw_bf16m_block(c, p.data() + at, g.data() + at, len, Bf16Moments{m.data() + at, v.data() + at});
     }
@@ -201,7 +211,8 @@ TEST_P(Bf16MomentAdamReference, FiveStepsGiveTheReferencesBits) {
   for (std::size_t i = 0; i < n; ++i) {
     EXPECT_EQ(m[i].bits, ref["m"][i].get<int>()) << "m " << i;
     EXPECT_EQ(v[i].bits, ref["v"][i].get<int>()) << "v " << i;
-    EXPECT_EQ(bits(bf16_master ? bf16_to_float(pb[i]) : p[i]), ref["p"][i].get<std::uint32_t>()) << "parameter " << i;
+    EXPECT_EQ(bits(bf16_master ? bf16_to_float(pb[i]) : p[i]), ref["p"][i].get<std::uint32_t>())
+        << "parameter " << i;
   }
   EXPECT_EQ(m[kQuantBlock + 3].bits, 0);  // the all-zero stretch kept zero moments
   EXPECT_NE(m[3].bits, 0);
@@ -209,6 +220,59 @@ TEST_P(Bf16MomentAdamReference, FiveStepsGiveTheReferencesBits) {
 
 INSTANTIATE_TEST_SUITE_P(Masters, Bf16MomentAdamReference, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "Bf16StochasticMaster" : "Fp32Master"; });
+
+// An embedding's sparse gradients: a 64-row x 48-wide table (12 blocks, rows cut by blocks) of which 3
+// rows, drawn each step, get a gradient for 30 steps, as a batch's tokens do. Every code, absmax and
+// parameter as the reference's (one ulp for an fp32 master, exact for bf16-sr); rows never drawn keep
+// moments of the zero code and move only by the weight decay.
+TEST_P(Int8AdamReference, AnEmbeddingsSparseGradientsGiveTheReferencesStates) {
+  const bool bf16_master = GetParam();
+  std::string why;
+  if (!reference_available(&why)) GTEST_SKIP() << why;
+  const std::size_t rows = 64, width = 48, n = rows * width;
+  std::mt19937 rng(99);
+  const std::vector<float> p0 = start(rng, n, bf16_master);
+  States s(p0);
+  nlohmann::json in = reference_input(p0, bf16_master, "int8");
+  std::vector<bool> touched(rows, false);
+  std::normal_distribution<float> nd(0.0f, 0.05f);
+  for (int t = 1; t <= 30; ++t) {
+    std::vector<float> g(n, 0.0f);
+    for (int k = 0; k < 3; ++k) {
+      const std::size_t r = rng() % rows;
+      touched[r] = true;
+      for (std::size_t j = 0; j < width; ++j) g[r * width + j] += nd(rng);
+    }
+    const math::AdamCoeffs c = coeffs(t);
+    s.step(c, g, bf16_master, 77, t);
+    add_step(in, t, c, g);
+  }
+  const nlohmann::json ref = run_reference(in);
+  ASSERT_FALSE(ref.is_null()) << "the reference script failed";
+  for (std::size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(s.m[i], ref["m"][i].get<int>()) << "m code " << i;
+    EXPECT_EQ(s.v[i], ref["v"][i].get<int>()) << "v code " << i;
+    const std::uint32_t want = ref["p"][i].get<std::uint32_t>(), got = bits(s.param(i, bf16_master));
+    EXPECT_LE(std::llabs(std::int64_t(got) - std::int64_t(want)), bf16_master ? 0 : 1) << "parameter " << i;
+  }
+  for (std::size_t b = 0; b < quant_blocks(n); ++b) {
+    EXPECT_EQ(bits(s.m_abs[b]), ref["m_absmax"][b].get<std::uint32_t>()) << "m absmax of block " << b;
+    EXPECT_EQ(bits(s.v_abs[b]), ref["v_absmax"][b].get<std::uint32_t>()) << "v absmax of block " << b;
+  }
+  int untouched = 0;
+  for (std::size_t r = 0; r < rows; ++r) {
+    if (touched[r]) continue;
+    ++untouched;
+    for (std::size_t j = 0; j < width; ++j) {
+      const std::size_t i = r * width + j;
+      EXPECT_EQ(s.m[i], nearest_code(dynamic_map(true), 0.0f)) << "row " << r;
+      EXPECT_EQ(s.v[i], nearest_code(dynamic_map(false), 0.0f)) << "row " << r;
+      EXPECT_LE(std::fabs(s.param(i, bf16_master)), std::fabs(p0[i]) * 1.0001f)
+          << "row " << r << ": only decayed";
+    }
+  }
+  EXPECT_GT(untouched, 10) << "the draw left rows without a gradient";
+}
 
 TEST(Int8Adam, ANonFiniteGradientLeavesItsParameterAsItWas) {
   std::vector<float> p0(300, 0.5f);
@@ -261,11 +325,13 @@ TEST(StochasticRounding, TheMeanOfManyRoundingsIsTheValue) {
   // (the standard error of the share is 0.0015: 0.3 within 0.005).
   const float x = 1.0f + 0.3f * 0.0078125f;
   int up = 0;
-  for (std::uint64_t e = 0; e < 100000; ++e) up += bf16_to_float(float_to_bf16_sr(x, counter_bits(9, 1, e))) > 1.0f;
+  for (std::uint64_t e = 0; e < 100000; ++e)
+    up += bf16_to_float(float_to_bf16_sr(x, counter_bits(9, 1, e))) > 1.0f;
   EXPECT_NEAR(up / 100000.0, 0.3, 0.005);
   // Negative values alike, in magnitude; exact bf16 values never move; NaN and inf stay.
   int away = 0;
-  for (std::uint64_t e = 0; e < 100000; ++e) away += bf16_to_float(float_to_bf16_sr(-x, counter_bits(9, 2, e))) < -1.0f;
+  for (std::uint64_t e = 0; e < 100000; ++e)
+    away += bf16_to_float(float_to_bf16_sr(-x, counter_bits(9, 2, e))) < -1.0f;
   EXPECT_NEAR(away / 100000.0, 0.3, 0.005);
   for (std::uint32_t r : {0u, 0xffffu, 0x12345678u}) {
     EXPECT_EQ(bf16_to_float(float_to_bf16_sr(1.5f, r)), 1.5f);
