@@ -128,7 +128,7 @@ void restore_engine(const CheckpointReader& ckpt, const TrainOptions& opt, Engin
         std::fill(m + valid, m + n, 0.0f);  // the shard padding past the group's end
         std::fill(v + valid, v + n, 0.0f);
       },
-      true);
+      StateWrite::exact);
   const CheckpointManifest& mf = ckpt.manifest();
   EngineState s = engine.state();
   s.optimizer_steps = mf.engine.optimizer_steps;
