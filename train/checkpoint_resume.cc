@@ -1,5 +1,6 @@
 // Resuming from a checkpoint: finding it (`latest`), checking it fits this run, verifying its files,
-// and restoring what the engine's construction from its master values does not (m, v, counters).
+// and restoring what the engine's construction from its master values does not (m, v, counters), in
+// the run's state formats when the checkpoint's differ (converted once, at load).
 #include <algorithm>
 #include <filesystem>
 
@@ -9,11 +10,22 @@
 #include "train/checkpoint_find.h"
 #include "train/collective_util.h"
 #include "train/rank_agreement.h"
+#include "zero/state_format_convert.h"
 
 namespace tz {
 namespace {
 
 namespace fs = std::filesystem;
+
+// The formats the checkpoint's states had (its manifest's names were checked as it was read).
+StateFormats checkpoint_formats(const CheckpointManifest& m) {
+  return {parse_moment_format(m.optimizer_states, "the manifest's writer.optimizer_states"),
+          parse_master_format(m.master_weights, "the manifest's writer.master_weights")};
+}
+
+StateFormats run_formats(const TrainOptions& opt) {
+  return {opt.offload.optimizer_states, opt.offload.master_weights};
+}
 
 }  // namespace
 
@@ -69,14 +81,6 @@ std::unique_ptr<CheckpointReader> open_resume(const std::string& dir, const Trai
       TZ_CHECK(layout.groups[g].name == m.groups[g].name && layout.groups[g].count == m.groups[g].count, "checkpoint ",
                dir, " group ", g, " is ", m.groups[g].name, " of ", m.groups[g].count, " elements; this model's is ",
                layout.groups[g].name, " of ", layout.groups[g].count);
-    // The states' formats: converting them is not built (int8 from fp32 would not be exact anyway).
-    const std::string_view states = moment_format_name(opt.offload.optimizer_states),
-                           master = master_format_name(opt.offload.master_weights);
-    TZ_CHECK(m.optimizer_states == states && m.master_weights == master, "checkpoint ", dir,
-             " holds optimizer states ", m.optimizer_states, " and master weights ", m.master_weights,
-             ", but this run asks for --optimizer-states ", states, " and --master-weights ", master,
-             "; converting them is not supported yet: resume with --optimizer-states ", m.optimizer_states,
-             " --master-weights ", m.master_weights);
     // A checkpoint written before the sampled identity is compared in its own (first and last MiB) form.
     const std::string data = data_identity_as_recorded(m.data_identity, opt.data);
     TZ_CHECK(data == m.data_identity, "checkpoint ", dir, " was trained on data (", m.data_identity,
@@ -102,6 +106,8 @@ std::unique_ptr<CheckpointReader> open_resume(const std::string& dir, const Trai
     log("resuming from " + dir + " (step " + std::to_string(m.step) + ", written by " + std::to_string(m.world) +
         " rank" + (m.world == 1 ? "" : "s") + " at ZeRO stage " + std::to_string(m.stage) + ", optimizer on " +
         m.offload_optimizer + ", params on " + m.offload_param + "; checksums verified)");
+    const std::string converting = conversion_note(dir, checkpoint_formats(m), run_formats(opt));
+    if (!converting.empty()) log(converting);
     if (m.dtype != std::string(dtype_name(opt.dtype)))
       log("the checkpoint was trained in " + m.dtype + ", this run uses " + std::string(dtype_name(opt.dtype)) +
           ": the fp32 master and Adam states carry over" +
@@ -128,7 +134,9 @@ void restore_engine(const CheckpointReader& ckpt, const TrainOptions& opt, Engin
         std::fill(m + valid, m + n, 0.0f);  // the shard padding past the group's end
         std::fill(v + valid, v + n, 0.0f);
       },
-      true);
+      // The master was taken into the run's format as the engine was built (rounded to nearest even into
+      // bf16, or bf16's values kept in fp32); the moments convert here when their format changes.
+      resume_write(checkpoint_formats(ckpt.manifest()), run_formats(opt)));
   const CheckpointManifest& mf = ckpt.manifest();
   EngineState s = engine.state();
   s.optimizer_steps = mf.engine.optimizer_steps;

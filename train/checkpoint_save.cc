@@ -51,7 +51,7 @@ CheckpointFile write_rank_file(const std::string& tmp, Engine& engine, int rank,
         w.append(g, lo, hi - lo, master + k, m + k, v + k);
         progress.advance(3 * sizeof(float) * (hi - lo));
       },
-      false);
+      StateWrite::none);
   return w.finish();
 }
 

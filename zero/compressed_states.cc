@@ -22,21 +22,6 @@ std::size_t element_bytes(MomentFormat f) {
   return f == MomentFormat::fp32 ? 4 : f == MomentFormat::bf16 ? 2 : 1;
 }
 
-CompressedStates states_of(const CompressedArrays& a, const StatePiece& p) {
-  const CompressedLayout& l = *a.layout;
-  CompressedStates s;
-  s.moments = p.moments;
-  s.master = l.master;
-  s.p = a.master + p.begin * (l.master == MasterFormat::bf16_sr ? 2 : 4);
-  s.m = a.m + p.moment_byte;
-  s.v = a.v + p.moment_byte;
-  if (p.moments == MomentFormat::int8) {
-    s.m_absmax = reinterpret_cast<float*>(a.m + l.codes_bytes) + p.absmax;
-    s.v_absmax = reinterpret_cast<float*>(a.v + l.codes_bytes) + p.absmax;
-  }
-  return s;
-}
-
 // The codes and absmax that give back exactly the n values x (which dequantization gave): the absmax is
 // the largest |x| when a code of magnitude 1 was used, else (the signed map's lowest value is -0.99297)
 // one of the floats near |x_min| / 0.99297. Only the dequantized values enter the next update, so any
@@ -62,6 +47,21 @@ void encode_block(const float* x, std::size_t n, const QuantMap& map, std::uint8
 }
 
 }  // namespace
+
+CompressedStates piece_states(const CompressedArrays& a, const StatePiece& p) {
+  const CompressedLayout& l = *a.layout;
+  CompressedStates s;
+  s.moments = p.moments;
+  s.master = l.master;
+  s.p = a.master + p.begin * (l.master == MasterFormat::bf16_sr ? 2 : 4);
+  s.m = a.m + p.moment_byte;
+  s.v = a.v + p.moment_byte;
+  if (p.moments == MomentFormat::int8) {
+    s.m_absmax = reinterpret_cast<float*>(a.m + l.codes_bytes) + p.absmax;
+    s.v_absmax = reinterpret_cast<float*>(a.v + l.codes_bytes) + p.absmax;
+  }
+  return s;
+}
 
 std::vector<StatePiece> CompressedLayout::split(std::size_t max) const {
   const std::size_t step = max >= kQuantBlock ? max / kQuantBlock * kQuantBlock : max;
@@ -160,7 +160,7 @@ void update_compressed(const CompressedArrays& a, const StatePiece& p, const flo
   if (!p.count) return;
   AdamStep s = adam;
   s.weight_decay = p.decay ? weight_decay : 0.0f;
-  adamw_compressed(cpu_adam_isa_choice(), s, states_of(a, p), g, p.count,
+  adamw_compressed(cpu_adam_isa_choice(), s, piece_states(a, p), g, p.count,
                    ShardPosition{p.in_tensor, rounding_seed(run_seed, group, p.tensor)});
 }
 
@@ -193,7 +193,7 @@ void decode_piece(const CompressedArrays& a, const StatePiece& p, float* master,
   std::fill(m + p.count, m + p.span, 0.0f);
   std::fill(v + p.count, v + p.span, 0.0f);
   if (!p.count) return;
-  const CompressedStates s = states_of(a, p);
+  const CompressedStates s = piece_states(a, p);
   switch (p.moments) {
     case MomentFormat::fp32:
       std::memcpy(m, s.m, p.count * sizeof(float));
@@ -212,15 +212,18 @@ void decode_piece(const CompressedArrays& a, const StatePiece& p, float* master,
   }
 }
 
-void encode_piece(const CompressedArrays& a, const StatePiece& p, const float* master, const float* m,
-                  const float* v) {
-  const CompressedLayout& l = *a.layout;
-  if (l.master == MasterFormat::fp32)
+void encode_master(const CompressedArrays& a, const StatePiece& p, const float* master) {
+  if (a.layout->master == MasterFormat::fp32)
     std::memcpy(reinterpret_cast<float*>(a.master) + p.begin, master, p.span * sizeof(float));
   else
     host_cast(reinterpret_cast<bf16*>(a.master) + p.begin, DType::bf16, master, p.span);
+}
+
+void encode_piece(const CompressedArrays& a, const StatePiece& p, const float* master, const float* m,
+                  const float* v) {
+  encode_master(a, p, master);
   if (!p.count) return;
-  const CompressedStates s = states_of(a, p);
+  const CompressedStates s = piece_states(a, p);
   switch (p.moments) {
     case MomentFormat::fp32:
       std::memcpy(s.m, m, p.count * sizeof(float));

@@ -63,6 +63,9 @@ struct CompressedArrays {
   std::uint8_t* v = nullptr;
 };
 
+// Piece p's arrays, typed by its formats (what adamw_compressed takes).
+CompressedStates piece_states(const CompressedArrays& a, const StatePiece& p);
+
 // The stochastic rounding's seed of tensor `tensor` of group `group` under the run's seed.
 std::uint64_t rounding_seed(std::uint64_t run_seed, int group, int tensor);
 
@@ -81,5 +84,7 @@ void master_to_working(const CompressedArrays& a, std::size_t begin, std::size_t
 void decode_piece(const CompressedArrays& a, const StatePiece& p, float* master, float* m, float* v);
 void encode_piece(const CompressedArrays& a, const StatePiece& p, const float* master, const float* m,
                   const float* v);
+// The master alone over p's span from fp32 values: copied, or rounded to nearest even into bf16.
+void encode_master(const CompressedArrays& a, const StatePiece& p, const float* master);
 
 }  // namespace tz

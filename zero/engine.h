@@ -24,6 +24,7 @@
 #include "zero/param_gatherer.h"
 #include "zero/param_swapper.h"
 #include "zero/speculation_policy.h"
+#include "zero/state_format_convert.h"
 #include "zero/zero_options.h"
 
 namespace tz {
@@ -105,12 +106,16 @@ class Engine final : public ParamProvider {
 
   // Checkpoints (zero/engine_state.cc). state()/restore() move the counters and the scaler; visit_states
   // runs fn over every group's states in group order, in pieces of at most kStatePiece elements (or the
-  // NVMe sub-group), staged in pageable host memory or the NVMe staging ring. With `write_back`, what
-  // fn leaves in master, m and v is stored back where they live (resume).
+  // NVMe sub-group), staged in pageable host memory or the NVMe staging ring. `write` says whether what
+  // fn leaves in master, m and v is stored back where they live (a resume), and how: as the states' own
+  // values, or converted from other formats (zero/state_format_convert.h).
   static constexpr std::size_t kStatePiece = std::size_t(1) << 22;
   EngineState state() const;
   void restore(const EngineState& s);
-  void visit_states(const StateVisit& fn, bool write_back);
+  void visit_states(const StateVisit& fn, StateWrite write);
+  // Group g's compressed states on this rank as they are held (layout null with fp32 states): tests read
+  // their codes and absmax.
+  CompressedArrays compressed_states(int g) { return groups_[std::size_t(g)].compressed(); }
 
   const MemoryPlan& plan() const { return plan_; }
   Communicator& comm() { return comm_; }

@@ -24,7 +24,8 @@ void Engine::restore(const EngineState& s) {
   if (fp16_) scaler_.restore(s.scaler);
 }
 
-void Engine::visit_states(const StateVisit& fn, bool write_back) {
+void Engine::visit_states(const StateVisit& fn, StateWrite write) {
+  const bool write_back = write != StateWrite::none;
   if (optimizer_swap_) {  // on NVMe: through the staging ring, sub-group by sub-group
     optimizer_swap_->for_each(fn, write_back);
     return;
@@ -38,7 +39,8 @@ void Engine::visit_states(const StateVisit& fn, bool write_back) {
         float* host[3] = {stage.data(), stage.data() + p.span, stage.data() + 2 * p.span};
         decode_piece(g.compressed(), p, host[0], host[1], host[2]);
         fn(g.index, p.begin, p.span, host[0], host[1], host[2]);
-        if (write_back) encode_piece(g.compressed(), p, host[0], host[1], host[2]);
+        if (write == StateWrite::exact) encode_piece(g.compressed(), p, host[0], host[1], host[2]);
+        if (write == StateWrite::convert) convert_piece(g.compressed(), p, host[0], host[1], host[2]);
       }
       continue;
     }

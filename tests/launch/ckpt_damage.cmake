@@ -55,6 +55,11 @@ tz_ckpt_damage_case(resume_invalid_manifest "${named}" "overlap those of files\\
 tz_ckpt_damage_case(resume_flipped_byte "checkpoint [^ ]*/ckpt/step-00000002 is damaged, and nothing was deleted. ${newest}"
                     "rank-00000.bin' fails its checksum")
 tz_ckpt_damage_case(resume_unknown_key "${named}" "'model.zz_extra' is not a key a tierzero checkpoint manifest has")
+# A state format no run writes is damage, not a format to convert from (issue 36).
+tz_ckpt_damage_case(resume_unknown_state_format "${named}"
+                    "manifest.json: 'writer.optimizer_states' 'int4' is not an optimizer-state format: use fp32, bf16 or int8")
+tz_ckpt_damage_case(resume_unknown_master_format "${named}"
+                    "manifest.json: 'writer.master_weights' 'bf16-rne' is not a master-weight format: use fp32 or bf16-sr")
 tz_add_exit_test(launch_ckpt_inspect_refuses_an_unknown_key_in_bounded_time STATUS 0 MAX_SECONDS 60 TIMEOUT 120
                  SKIP_STATUS 77 LABELS launch
                  COMMAND bash ${CMAKE_CURRENT_SOURCE_DIR}/launch/manifest_unknown_key.sh $<TARGET_FILE:tierzero>

@@ -3,11 +3,11 @@
 # `ckpt inspect` of a step folder whose manifest lies (overlapping sections, a section past its file, a
 # gap or a double cover in a group, a count of 2^62, a negative or fractional number, a file name with
 # '../' or given twice, a 65 MiB manifest); `train --resume latest` with a damaged newest checkpoint
-# (truncated, flipped byte, missing file, invalid manifest) or a 5 KiB `latest`; `ckpt inspect` of the
-# folder with `latest` a FIFO or a symlink to /dev/zero, and train refusing those. The command's output
-# is printed and its exit status returned (ctest's expect_exit.sh checks status, time and message);
-# before that, this script checks that every checkpoint file (the step folders and `latest`) is
-# byte-identical afterwards, and exits 99 when not.
+# (truncated, flipped byte, missing file, invalid manifest, a state format no run writes) or a 5 KiB
+# `latest`; `ckpt inspect` of the folder with `latest` a FIFO or a symlink to /dev/zero, and train
+# refusing those. The command's output is printed and its exit status returned (ctest's expect_exit.sh
+# checks status, time and message); before that, this script checks that every checkpoint file (the step
+# folders and `latest`) is byte-identical afterwards, and exits 99 when not.
 # usage: ckpt_damage.sh setup WORK TIERZERO    (makes WORK/pristine: step-00000001, step-00000002)
 #        ckpt_damage.sh CASE WORK TIERZERO     (a copy of WORK/pristine, damaged as CASE says)
 set -u
@@ -58,6 +58,8 @@ for x in s[1:-1]: x["offset"] -= 48'
   unknown_key_62mb) # a 62 MB manifest whose last key, holding all of it, is unknown: refused as fast as it is read
     edit 'm["zz_extra"] = list(range(7000000))'; cmd=("${inspect[@]}") ;;
   resume_unknown_key) edit 'm["model"]["zz_extra"] = 1'; cmd=("${resume[@]}") ;;
+  resume_unknown_state_format) edit 'm["writer"]["optimizer_states"] = "int4"'; cmd=("${resume[@]}") ;;
+  resume_unknown_master_format) edit 'm["writer"]["master_weights"] = "bf16-rne"'; cmd=("${resume[@]}") ;;
   manifest_65mib) python3 -c 'import sys; open(sys.argv[1], "a").write(" " * (65 << 20))' "$s2/manifest.json"
                   cmd=("${inspect[@]}") ;;
   latest_5kib) printf 'step-00000002\n%5120s' '' > "$c/latest"; cmd=("${resume[@]}") ;;
