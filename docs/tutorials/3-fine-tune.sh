@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tutorial 3 (docs/tutorials/3-fine-tune.md): fine-tuning a Hugging Face Llama-family model folder with the
 # optimizer on the host (ZeRO-Offload), writing the tuned model as a Hugging Face folder, and reporting host
-# memory and the optimizer's time per step, with a plot. MODEL_DIR: a model folder from Hugging Face (e.g.
+# memory and the optimizer's time per step, with a plot; then the same run with compressed optimizer states
+# (int8 Adam moments, a bf16 master rounded stochastically) beside it. MODEL_DIR: a model folder from Hugging Face (e.g.
 # meta-llama/Llama-3.2-1B) and TOKENS (VAL_TOKENS optional): llm.c token files made with its tokenizer;
 # without MODEL_DIR the script makes a small Llama-shaped folder with numpy (this machine has no network).
 set -euo pipefail
@@ -46,33 +47,71 @@ fi
 VAL=()
 [ -z "$VAL_TOKENS" ] || VAL=(--val-data "$VAL_TOKENS" --val-every 10 --val-batches 4)
 rm -rf "$OUT/tuned"
+# Each run's log goes to the screen and to a file, from which the last line's resident set growth is read.
 tierzero train --init-from "$MODEL_DIR" --data "$TOKENS" "${VAL[@]}" --dtype bf16 --seq-len 128 --micro-batch 4 \
   --lr 3e-4 --zero-stage 2 --offload-optimizer cpu --steps "$STEPS" --log-every 5 --metrics "$OUT/metrics.jsonl" \
-  --save-hf "$OUT/tuned" --save-hf-dtype bf16 --save-hf-shard-size "${SHARD_SIZE:-5e9}"
+  --save-hf "$OUT/tuned" --save-hf-dtype bf16 --save-hf-shard-size "${SHARD_SIZE:-5e9}" 2>&1 | tee "$OUT/train.log"
 ls -l "$OUT/tuned"
+# The same run with int8 Adam moments and a bf16 master rounded stochastically (docs/optimizer.md#compressed-
+# optimizer-states): a third of the optimizer's host memory, at the CPU update's cost in time.
+rm -f "$OUT/metrics-int8.jsonl"
+tierzero train --init-from "$MODEL_DIR" --data "$TOKENS" "${VAL[@]}" --dtype bf16 --seq-len 128 --micro-batch 4 \
+  --lr 3e-4 --zero-stage 2 --offload-optimizer cpu --steps "$STEPS" --log-every 5 --metrics "$OUT/metrics-int8.jsonl" \
+  --optimizer-states int8 --master-weights bf16-sr 2>&1 | tee "$OUT/train-int8.log"
 # Host memory (the host tier's bytes in use) and the optimizer's time, per step, from the metrics.
-jq -r 'select(has("loss")) | [.step, .bytes.host / 1048576, .ms.optimizer, .ms.step, .loss] | @tsv' "$OUT/metrics.jsonl" \
-  > "$OUT/per-step.tsv"
-echo "step  host MiB  optimizer ms  step ms  loss"
+for run in "" -int8; do
+  jq -r 'select(has("loss")) | [.step, .bytes.host / 1048576, .ms.optimizer, .ms.step, .loss] | @tsv' \
+    "$OUT/metrics$run.jsonl" > "$OUT/per-step$run.tsv"
+done
+echo "fp32 states:  step  host MiB  optimizer ms  step ms  loss"
 awk '{printf "%4d %9.1f %13.1f %8.1f %6.3f\n", $1, $2, $3, $4, $5}' "$OUT/per-step.tsv"
-awk 'NR > 1 {n++; o += $3; s += $4; h = $2} END {if (n) printf "mean of steps 2-%d: optimizer %.1f ms, step %.1f ms, host tier %.1f MiB\n", n + 1, o / n, s / n, h}' \
-  "$OUT/per-step.tsv"
+# Per format: the host tier, the resident set's growth (the train log's last line), the mean optimizer and step
+# times after the first step, the last validation loss; a table for the plot's right panel too.
+rss_mib() { sed -n 's/.*resident set (VmHWM) grew \([0-9.]*\) \([KMG]i\?B\).*/\1 \2/p' "$1" | tail -1 |
+  awk '{m = $1; if ($2 ~ /^G/) m *= 1024; if ($2 ~ /^K/) m /= 1024; printf "%.1f", m}'; }
+val_loss() { jq -r 'select(has("val_loss")) | .val_loss' "$1" | tail -1; }
+{
+  printf "format\thost_tier_MiB\trss_growth_MiB\toptimizer_ms\tstep_ms\tval_loss\n"
+  for run in "" -int8; do
+    case $run in "") name="fp32" log=train.log ;; *) name="int8+bf16-sr" log=train-int8.log ;; esac
+    awk -v name="$name" -v rss="$(rss_mib "$OUT/$log")" -v val="$(val_loss "$OUT/metrics$run.jsonl")" \
+      'NR > 1 {n++; o += $3; s += $4} {h = $2}
+       END {printf "%s\t%.1f\t%s\t%.1f\t%.1f\t%s\n", name, h, rss, n ? o / n : 0, n ? s / n : 0,
+            val == "" ? "-" : sprintf("%.4f", val)}' \
+      "$OUT/per-step$run.tsv"
+  done
+} > "$OUT/formats.tsv"
+echo "mean of steps 2-$STEPS per format (optimizer states and master):"
+column -t -s $'\t' "$OUT/formats.tsv"
+# The right panel's bars: the two memory figures (rows) of each format (columns).
+awk -F'\t' 'NR == 2 {h1 = $2; r1 = $3} NR == 3 {h2 = $2; r2 = $3}
+  END {printf "\"host tier\"\t%s\t%s\n\"resident set growth\"\t%s\t%s\n", h1, h2, r1, r2}' "$OUT/formats.tsv" \
+  > "$OUT/memory.tsv"
 if command -v gnuplot > /dev/null; then
   gnuplot <<GP
-set terminal pngcairo size 900,500
+set terminal pngcairo size 1000,500
 set output "$OUT/fine-tune.png"
-set title "fine-tuning a Llama-shaped folder with the optimizer on the host: per step"
+set multiplot layout 1,2 title "fine-tuning a Llama-shaped folder with the optimizer on the host: fp32 against int8 states"
+set title "per step"
 set xlabel "step"
 set ylabel "ms (log scale)"
 set logscale y
-set y2label "host tier, MiB"
-set y2range [0:*]
-set y2tics
-set ytics nomirror
-set key outside bottom center horizontal maxrows 1
-plot "$OUT/per-step.tsv" using 1:3 with linespoints title "optimizer (CPU Adam) ms", \
-     "$OUT/per-step.tsv" using 1:4 with linespoints title "step ms", \
-     "$OUT/per-step.tsv" using 1:2 axes x1y2 with lines title "host tier MiB"
+set key outside bottom center horizontal maxrows 2
+plot "$OUT/per-step.tsv" using 1:3 with linespoints lc 1 title "optimizer, fp32", \
+     "$OUT/per-step-int8.tsv" using 1:3 with linespoints lc 2 title "optimizer, int8 + bf16-sr", \
+     "$OUT/per-step.tsv" using 1:4 with lines lc 1 dt 2 title "step, fp32", \
+     "$OUT/per-step-int8.tsv" using 1:4 with lines lc 2 dt 2 title "step, int8 + bf16-sr"
+unset logscale y
+set title "host memory"
+set xlabel ""
+set ylabel "MiB"
+set yrange [0:*]
+set style data histogram
+set style histogram clustered gap 1
+set style fill solid 0.8 border -1
+set boxwidth 0.9
+plot "$OUT/memory.tsv" using 2:xtic(1) title "fp32" lc 1, "" using 3 title "int8 + bf16-sr" lc 2
+unset multiplot
 GP
   echo "plot: $OUT/fine-tune.png"
 else
