@@ -37,7 +37,7 @@
 # runs with states on NVMe (two of them one rank of two threads), was run once after it (perf/README.md). An
 # eighth (held-out-8), fixed before the model's next changes (the compute term split into products, attention
 # and the rest, and collectives between hosts at their own calibrated rates), on widths 208, 560, 336 and 624
-# with 8 to 12 heads, two runs across the simulated hosts, is run once after them.
+# with 8 to 12 heads, two runs across the simulated hosts, was run once after them (perf/README.md).
 # usage: perf/scripts/validate_plan.sh [BUILD_DIR] [WORK_DIR] [ONLY] [SET]   (ONLY: an extended regex; only
 # the configurations whose names match run, as the ctest does; SET: tuning (the default), held-out,
 # held-out-2 to held-out-8, or all)
