@@ -130,13 +130,14 @@ int plan_command(const std::vector<std::string>& args) {
       hws.back().threads_per_rank = threads_per_rank;
       at = comma + 1;
     }
-    const std::vector<CompareRow> rows = compare_options(f.o, world, hws, prices);
-    // In floating point first: each factor is bounded, their product is not.
+    // In floating point first: each factor is bounded, their product is not. Refused before any option is
+    // planned (each is a plan of every rank's buffers).
     const double tokens = double(f.o.micro_batch) * f.o.seq_len * f.o.grad_accum * world * f.o.steps;
     TZ_CHECK(tokens < 9.2e18, "a run of --steps ", f.o.steps, " x --micro-batch ", f.o.micro_batch, " x --seq-len ",
              f.o.seq_len, " x --grad-accum ", f.o.grad_accum, " x --world ", world,
              " tokens is beyond 2^63 tokens; lower them");
     const long long run_tokens = (long long)tokens;
+    const std::vector<CompareRow> rows = compare_options(f.o, world, hws, prices);
     if (json)
       std::printf("%s\n", compare_json(rows).dump(1).c_str());
     else
