@@ -14,8 +14,6 @@ namespace {
 
 constexpr std::size_t GiB = std::size_t(1) << 30;
 
-int dtype_index(DType dt) { return dt == DType::f32 ? 0 : dt == DType::bf16 ? 1 : 2; }
-
 // A DGX-like node of 8 GPUs: NVLink inside, one 400 Gb/s NIC per GPU between nodes (the network
 // assumption), 2 sockets of DDR5.
 Hardware gpu_node(std::string name, std::size_t mem, double bf16_peak, double fp32_peak, double hbm_gbs) {
@@ -42,7 +40,7 @@ Hardware gpu_node(std::string name, std::size_t mem, double bf16_peak, double fp
 }  // namespace
 
 double Hardware::step_rate(DType dt) const {
-  const double r = step_tflops[dtype_index(dt)];
+  const double r = step_tflops[rate_index(dt)];
   TZ_CHECK(r > 0, "hardware '", name, "' has no ", dtype_name(dt), " rate (step_tflops.", dtype_name(dt), " is 0: ",
            dtype_name(dt), " is not supported there); choose another --dtype, or give the rate in the hardware file");
   return r;
@@ -134,6 +132,8 @@ Hardware hardware_preset(const std::string& name) {
   TZ_FAIL("unknown hardware '", name, "': use a preset (", names,
           "), local (this machine's `tierzero bench calibrate` results), or a JSON file");
 }
+
+int rate_index(DType dt) { return dt == DType::f32 ? 0 : dt == DType::bf16 ? 1 : 2; }
 
 nlohmann::json Hardware::to_json() const {
   nlohmann::json j = {

@@ -134,6 +134,10 @@ struct Hardware {
   static Hardware from_json(const nlohmann::json& j, const std::string& source);
 };
 
+// The index of a working dtype in the per-dtype arrays above (step_tflops, peak_tflops, ...): fp32 0, bf16 1,
+// fp16 2.
+int rate_index(DType dt);
+
 std::vector<std::string> hardware_preset_names();
 // A preset by name; throws listing the presets for an unknown one.
 Hardware hardware_preset(const std::string& name);

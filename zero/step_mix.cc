@@ -5,11 +5,11 @@
 
 #include "core/error.h"
 #include "model/model_family.h"
+#include "zero/hardware.h"
 
 namespace tz {
 namespace {
 
-int dtype_index(DType dt) { return dt == DType::f32 ? 0 : dt == DType::bf16 ? 1 : 2; }
 const char* const kDtypes[3] = {"fp32", "bf16", "fp16"};
 const char* const kKinds[3] = {"matmul", "attention", "other"};
 
@@ -29,13 +29,13 @@ ComputeCounts compute_counts(const ModelConfig& cfg, int B, int T) {
 }
 
 bool StepMix::measured(DType dt) const {
-  const double* s = share[dtype_index(dt)];
+  const double* s = share[rate_index(dt)];
   return calibrated.model_flops > 0 && s[0] + s[1] + s[2] > 0;
 }
 
 double StepMix::time_ratio(const ComputeCounts& c, DType dt) const {
   if (!measured(dt)) return calibrated.model_flops > 0 ? c.model_flops / calibrated.model_flops : 1.0;
-  const double* s = share[dtype_index(dt)];
+  const double* s = share[rate_index(dt)];
   return s[0] * c.matmul_flops / calibrated.matmul_flops +
          s[1] * c.attention_scores / calibrated.attention_scores +
          s[2] * c.other_elements / calibrated.other_elements;

@@ -66,7 +66,7 @@ double cpu_rank_rate(const Hardware& hw, DType dt, int ranks) {
   if (hw.cores <= 0) return node / ranks;
   const double even = double(hw.cores) / ranks;
   const double cores = hw.threads_per_rank > 0 ? std::min<double>(hw.threads_per_rank, even) : even;
-  const double solo = hw.solo_step_tflops[dt == DType::f32 ? 0 : dt == DType::bf16 ? 1 : 2];
+  const double solo = hw.solo_step_tflops[rate_index(dt)];
   const int t_cal = hw.calibrated_threads;
   if (t_cal <= 0 || solo <= 0 || t_cal >= hw.cores || cores <= t_cal) return node * cores / hw.cores;
   const double at_cal = node * t_cal / hw.cores;  // each calibrated rank's
@@ -150,7 +150,7 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
     int n = std::snprintf(b, sizeof b, "%.1f GFLOP per micro-step%s at %.3g TFLOP/s", flops / 1e9,
                           recompute ? " (+ a recomputed forward)" : "", rate);
     if (mixed && n > 0 && std::size_t(n) < sizeof b) {
-      const double* sh = hw.mix.share[in.dtype == DType::f32 ? 0 : in.dtype == DType::bf16 ? 1 : 2];
+      const double* sh = hw.mix.share[rate_index(in.dtype)];
       std::snprintf(b + n, sizeof b - std::size_t(n),
                     ", timed as %.1f by the calibrated mix (products %.0f%%, attention "
                     "%.0f%%, the rest %.0f%%)",
@@ -346,7 +346,7 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
   p.terms = {compute, comm, host, optim, nvme, scalars, sync};
   for (const StepTerm& t : p.terms) p.step_s += t.exposed;
   p.tokens_per_s = double(in.shape.B) * in.shape.T * accum * W / p.step_s;
-  const double peak = hw.peak_tflops[in.dtype == DType::f32 ? 0 : in.dtype == DType::bf16 ? 1 : 2];
+  const double peak = hw.peak_tflops[rate_index(in.dtype)];
   p.mfu = peak > 0 ? flops * accum / p.step_s / (peak / share * 1e12) : 0;
   check_finite(p);
   return p;
