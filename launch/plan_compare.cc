@@ -18,11 +18,14 @@ struct Option {
 
 std::vector<Option> options() {
   auto stage = [](int s) { return [s](PlanInputs& in) { in.zero.stage = s; }; };
-  auto host_states = [](int s, MomentFormat states, MasterFormat master) {
+  auto states_on = [](Tier t, int s, MomentFormat states, MasterFormat master) {
     return [=](PlanInputs& in) {
-      in.zero.stage = s, in.offload.optimizer = Tier::host;
+      in.zero.stage = s, in.offload.optimizer = t;
       in.offload.optimizer_states = states, in.offload.master_weights = master;
     };
+  };
+  auto host_states = [=](int s, MomentFormat states, MasterFormat master) {
+    return states_on(Tier::host, s, states, master);
   };
   return {
       {"stage 0 (data parallel)", stage(0)},
@@ -43,12 +46,15 @@ std::vector<Option> options() {
        [](PlanInputs& in) {
          in.zero.stage = 3, in.offload.optimizer = Tier::nvme, in.offload.param = Tier::nvme;
        }},
-      // Compressed states on the host tier (issue 36): the bytes they save and the update time they cost.
+      // Compressed states (issue 36): the bytes they save and the update time they cost.
       {"stage 2, optimizer on host, int8 + bf16-sr master",
        host_states(2, MomentFormat::int8, MasterFormat::bf16_sr)},
       {"stage 3, optimizer on host, bf16 states", host_states(3, MomentFormat::bf16, MasterFormat::fp32)},
       {"stage 3, optimizer on host, int8 + bf16-sr master",
        host_states(3, MomentFormat::int8, MasterFormat::bf16_sr)},
+      // On NVMe they are also the bytes a step reads and writes.
+      {"stage 3, optimizer on NVMe, int8 + bf16-sr master",
+       states_on(Tier::nvme, 3, MomentFormat::int8, MasterFormat::bf16_sr)},
   };
 }
 

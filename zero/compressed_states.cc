@@ -85,6 +85,38 @@ std::vector<StatePiece> CompressedLayout::split(std::size_t max) const {
   return out;
 }
 
+std::vector<std::pair<std::size_t, CompressedLayout>> cut_layout(const CompressedLayout& l, std::size_t max,
+                                                                 std::size_t bytes) {
+  std::vector<std::pair<std::size_t, CompressedLayout>> out;
+  auto add = [](CompressedLayout& part, StatePiece q) {
+    q.begin = part.range;
+    q.moment_byte = part.codes_bytes;
+    q.absmax = part.absmax_count;
+    part.codes_bytes = align_up(part.codes_bytes + q.count * element_bytes(q.moments), kPieceAlign);
+    if (q.moments == MomentFormat::int8) part.absmax_count += quant_blocks(q.count);
+    part.range += q.span;
+    part.pieces.push_back(q);
+  };
+  for (const StatePiece& piece : l.split(max)) {
+    if (!out.empty()) {  // the part's bytes with the piece added
+      const CompressedLayout& part = out.back().second;
+      const std::size_t codes =
+          align_up(part.codes_bytes + piece.count * element_bytes(piece.moments), kPieceAlign);
+      const std::size_t absmax =
+          part.absmax_count + (piece.moments == MomentFormat::int8 ? quant_blocks(piece.count) : 0);
+      const std::size_t master = (part.range + piece.span) * (l.master == MasterFormat::bf16_sr ? 2 : 4);
+      if (master + 2 * (codes + absmax * sizeof(float)) <= bytes) {
+        add(out.back().second, piece);
+        continue;
+      }
+    }
+    out.emplace_back(piece.begin, CompressedLayout{});
+    out.back().second.master = l.master;
+    add(out.back().second, piece);
+  }
+  return out;
+}
+
 CompressedLayout compressed_layout(const GroupSpec& spec, Shard range, MomentFormat moments, MasterFormat master,
                                    const std::string& who) {
   CompressedLayout l;

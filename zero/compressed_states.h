@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/adam_compressed.h"
@@ -50,6 +51,13 @@ struct CompressedLayout {
 // start and end on 256-blocks of every int8 tensor it cuts: refused otherwise, naming `who`.
 CompressedLayout compressed_layout(const GroupSpec& spec, Shard range, MomentFormat moments, MasterFormat master,
                                    const std::string& who);
+
+// The layout cut into consecutive parts of whole pieces (split on blocks, of at most `max` elements), each
+// part's master, m and v taking at most `bytes` (a piece larger than that alone), each a layout of its own
+// from its first element: pieces rebased, their moments packed again from byte 0. The records of states on
+// NVMe; (first element, layout) pairs.
+std::vector<std::pair<std::size_t, CompressedLayout>> cut_layout(const CompressedLayout& l, std::size_t max,
+                                                                 std::size_t bytes);
 
 // The plan's class (row) of each array: "bf16 master", "adam m (int8)" (fp32 formats: the fp32 rows').
 std::string master_class(MasterFormat f);

@@ -38,7 +38,8 @@ Engine::Engine(Device& dev, Stream& stream, Communicator& comm, const MemoryPlan
     s.shard = plan.map.shard(g);
     s.place = &plan.placement.groups[g];
     s.working = plan.in.dtype;
-    if (!plan.compressed.empty()) s.packed = &plan.compressed[g];
+    // Compressed states in host memory; on NVMe they are the optimizer swapper's.
+    if (!plan.compressed.empty() && !in_file(s.place->master_home)) s.packed = &plan.compressed[g];
     s.take(planned);
   }
   if (planned.has("backward gradient (embedding)"))

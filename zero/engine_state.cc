@@ -26,22 +26,36 @@ void Engine::restore(const EngineState& s) {
 
 void Engine::visit_states(const StateVisit& fn, StateWrite write) {
   const bool write_back = write != StateWrite::none;
+  std::vector<float> stage;
+  // Compressed states, seen as fp32 a piece (cut on blocks) at a time: `pieces` of arrays `a`, whose
+  // element 0 is element `base` of group g's optimizer range.
+  auto visit_packed = [&](int g, std::size_t base, const CompressedArrays& a,
+                          const std::vector<StatePiece>& pieces) {
+    for (const StatePiece& p : pieces) {
+      stage.resize(3 * p.span);
+      float* host[3] = {stage.data(), stage.data() + p.span, stage.data() + 2 * p.span};
+      decode_piece(a, p, host[0], host[1], host[2]);
+      fn(g, base + p.begin, p.span, host[0], host[1], host[2]);
+      if (write == StateWrite::exact) encode_piece(a, p, host[0], host[1], host[2]);
+      if (write == StateWrite::convert) convert_piece(a, p, host[0], host[1], host[2]);
+    }
+  };
+  if (optimizer_swap_ && optimizer_swap_->packed()) {  // compressed on NVMe: a record at a time
+    optimizer_swap_->for_each_packed(
+        [&](const PackedUnit& u, const CompressedArrays& a) {
+          visit_packed(u.g, u.begin, a, u.layout.pieces);
+        },
+        write_back);
+    return;
+  }
   if (optimizer_swap_) {  // on NVMe: through the staging ring, sub-group by sub-group
     optimizer_swap_->for_each(fn, write_back);
     return;
   }
   Backend& be = dev_.backend();
-  std::vector<float> stage;
   for (GroupState& g : groups_) {
-    if (g.packed) {  // compressed: seen as fp32, a piece (cut on blocks) at a time
-      for (const StatePiece& p : g.packed->split(kStatePiece)) {
-        stage.resize(3 * p.span);
-        float* host[3] = {stage.data(), stage.data() + p.span, stage.data() + 2 * p.span};
-        decode_piece(g.compressed(), p, host[0], host[1], host[2]);
-        fn(g.index, p.begin, p.span, host[0], host[1], host[2]);
-        if (write == StateWrite::exact) encode_piece(g.compressed(), p, host[0], host[1], host[2]);
-        if (write == StateWrite::convert) convert_piece(g.compressed(), p, host[0], host[1], host[2]);
-      }
+    if (g.packed) {
+      visit_packed(g.index, 0, g.compressed(), g.packed->split(kStatePiece));
       continue;
     }
     const std::size_t count = g.place->opt_range.count;

@@ -96,8 +96,6 @@ void plan_compressed(MemoryPlan& p) {
     p.compressed.push_back(compressed_layout(spec, p.placement.groups[g].opt_range, o.optimizer_states,
                                              o.master_weights, spec.name));
   }
-  // The update's pieces are cut on blocks: a piece of the gradient staging holds whole blocks.
-  if (p.update_chunk % kQuantBlock) p.update_chunk = (p.update_chunk / kQuantBlock + 1) * kQuantBlock;
 }
 
 bool is_state_class(const std::string& c) {
@@ -126,12 +124,18 @@ MemoryPlan plan_memory(const PlanInputs& in) {
     largest_range = std::max(largest_range, gp.opt_range.count);
   }
   p.update_chunk = std::min(optimizer_chunk_elems(in.offload.sub_group_size, block), largest_range);
+  plan_compressed(p);
   if (in_file(in.offload.optimizer)) {
     p.optimizer_swap =
-        plan_optimizer_swap(counts, 0, in.offload.sub_group_size, in.offload.buffer_count, block);
+        p.compressed.empty()
+            ? plan_optimizer_swap(counts, 0, in.offload.sub_group_size, in.offload.buffer_count, block)
+            : plan_packed_swap(p.compressed, 0, in.offload.sub_group_size, in.offload.buffer_count, block);
     p.update_chunk = p.optimizer_swap.chunk;
   }
-  plan_compressed(p);
+  // Compressed states are updated in pieces cut on blocks: a piece of the gradient staging holds whole
+  // blocks.
+  if (!p.compressed.empty() && p.update_chunk % kQuantBlock)
+    p.update_chunk = (p.update_chunk / kQuantBlock + 1) * kQuantBlock;
   p.param_swap = plan_param_swap(p.map, pl, p.optimizer_swap.bytes, block, p.update_chunk);
   p.nvme_bytes = p.optimizer_swap.bytes + p.param_swap.bytes;
   if (pl.reduce)
@@ -140,8 +144,10 @@ MemoryPlan plan_memory(const PlanInputs& in) {
   p.gathers = plan_gathers(p.map, pl, in.zero);
 
   for (int g = 0; g < p.map.groups(); ++g)
-    add_states(p.buffers, p.layout.groups[g], p.map.group(g), pl.groups[g], in.dtype,
-               p.compressed.empty() ? CompressedLayout{} : p.compressed[g], in.offload.optimizer_states);
+    add_states(
+        p.buffers, p.layout.groups[g], p.map.group(g), pl.groups[g], in.dtype,
+        p.compressed.empty() || in_file(pl.groups[g].master_home) ? CompressedLayout{} : p.compressed[g],
+        in.offload.optimizer_states);
   add_backward_grads(p.buffers, p);
   bool host_grads = false;
   for (const GroupPlacement& gp : pl.groups) host_grads |= in_host_memory(gp.grad_home);
@@ -208,9 +214,22 @@ std::vector<PlanRow> MemoryPlan::rows() const {
     r.push_back({what, t, bytes});
   };
   for (const BufferSpec& b : buffers) add(b.cls, memory_tier(b.kind), b.bytes);
-  if (optimizer_swap.bytes) {
+  if (optimizer_swap.bytes && optimizer_swap.packed.empty()) {
     // Three arrays per group (master, m, v), each block-aligned: a third of the range each.
     for (const char* c : {"fp32 master", "adam m", "adam v"}) add(c, in.offload.optimizer, optimizer_swap.bytes / 3);
+  }
+  // Compressed, a record per sub-group: its master, m and v, and the rest of its last block.
+  const Tier nvme = in.offload.optimizer;
+  const MomentFormat mf = in.offload.optimizer_states;
+  for (std::size_t i = 0; i < optimizer_swap.packed.size(); ++i) {
+    const PackedUnit& u = optimizer_swap.packed[i];
+    const std::uint64_t end = i + 1 < optimizer_swap.packed.size()
+                                  ? optimizer_swap.packed[i + 1].offset
+                                  : optimizer_swap.base + optimizer_swap.bytes;
+    add(master_class(u.layout.master), nvme, u.m_byte);
+    add(moment_class("adam m", mf), nvme, u.v_byte - u.m_byte);
+    add(moment_class("adam v", mf), nvme, u.bytes - u.v_byte);
+    add("store block padding", nvme, std::size_t(end - u.offset) - u.bytes);
   }
   if (param_swap.bytes) add("working params", in.offload.param, param_swap.bytes);
   for (const PlanLine& l : outside) add(l.what, l.tier, l.bytes);
@@ -244,10 +263,14 @@ std::string MemoryPlan::compressed_line() const {
     fp32 += 3 * sizeof(float) * compressed[g].range;
   }
   char b[240];
-  std::snprintf(b, sizeof b, "  (optimizer states %s, master %s: %s on the host tier, %s in fp32: %.3fx)\n",
+  // On NVMe these bytes are also what a step reads and writes back (each once).
+  const std::string where =
+      in_file(in.offload.optimizer) ? "on nvme (read and written once a step)" : "on the host tier";
+  std::snprintf(b, sizeof b, "  (optimizer states %s, master %s: %s %s, %s in fp32: %.3fx)\n",
                 std::string(moment_format_name(in.offload.optimizer_states)).c_str(),
-                std::string(master_format_name(in.offload.master_weights)).c_str(), format_bytes(packed).c_str(),
-                format_bytes(fp32).c_str(), fp32 ? double(packed) / double(fp32) : 0.0);
+                std::string(master_format_name(in.offload.master_weights)).c_str(),
+                format_bytes(packed).c_str(), where.c_str(), format_bytes(fp32).c_str(),
+                fp32 ? double(packed) / double(fp32) : 0.0);
   return b;
 }
 

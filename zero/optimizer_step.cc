@@ -160,7 +160,14 @@ void OptimizerStep::update(const AdamStep& adam, float wd) {
   // What the down stream copies (gradients, device-resident states) was written on the compute stream.
   computed_->record(stream_);
   computed_->wait(*down_);
-  if (optimizer_swap_) {
+  if (optimizer_swap_ && optimizer_swap_->packed()) {
+    // the same ring over compressed states: each record's pieces, cut on blocks
+    optimizer_swap_->for_each_packed([&](const PackedUnit& u, const CompressedArrays& a) {
+      for (const StatePiece& p : u.layout.pieces)
+        update_piece(groups_[u.g], u.begin + p.begin, p, a, adam, wd);
+    });
+    flush_params_window();
+  } else if (optimizer_swap_) {
     // read k+1 / update k / write k-1 through the staging ring
     optimizer_swap_->for_each([&](int g, std::size_t begin, std::size_t n, float* p, float* m, float* v) {
       update_on_host(groups_[g], begin, n, p, m, v, adam, wd);
@@ -173,9 +180,10 @@ void OptimizerStep::update(const AdamStep& adam, float wd) {
     for (bool device_pass : {true, false})
       for (GroupState& g : groups_) {
         if (on_device(g.place->update_on) != device_pass) continue;  // where the AdamW runs, not a state
-        if (g.packed)
-          for (const StatePiece& p : pieces_[g.index])
-            if (p.count) update_on_host(g, p.begin, p.count, nullptr, nullptr, nullptr, adam, wd, &p);
+        if (g.packed) {
+          for (const StatePiece& p : pieces_[g.index]) update_piece(g, p.begin, p, g.compressed(), adam, wd);
+          flush_params_window();
+        }
         if (!g.packed && !keep_speculative(g, adam, wd))
           for (std::size_t b = 0; b < g.place->opt_range.count; b += plan_.update_chunk) {
             const std::size_t n = std::min(plan_.update_chunk, g.place->opt_range.count - b);
@@ -203,6 +211,36 @@ void OptimizerStep::update(const AdamStep& adam, float wd) {
   next_regather_ = 0;
 }
 
+void OptimizerStep::update_piece(GroupState& g, std::size_t begin, const StatePiece& p,
+                                 const CompressedArrays& a, const AdamStep& adam, float wd) {
+  if (p.count) update_on_host(g, begin, p.count, nullptr, nullptr, nullptr, adam, wd, &p, &a);
+  // A piece of padding alone has no update, but its params' bytes in the store are written with the window.
+  if (!p.count && g.params.in_file()) write_params_window(g, begin, p.span, a, p.begin);
+}
+
+void OptimizerStep::write_params_window(GroupState& g, std::size_t begin, std::size_t n,
+                                        const CompressedArrays& a, std::size_t from) {
+  const std::size_t chunk = plan_.update_chunk, es = dtype_size(g.working);
+  while (n) {
+    if (!window_ || window_g_ != g.index || begin < window_lo_ || begin >= window_lo_ + chunk) {
+      flush_params_window();
+      window_g_ = g.index;
+      window_lo_ = begin / chunk * chunk;
+      window_ = static_cast<std::uint8_t*>(param_swap_->writeback_buffer());
+    }
+    const std::size_t k = std::min(n, window_lo_ + chunk - begin);
+    master_to_working(a, from, k, window_ + (begin - window_lo_) * es, g.working);
+    begin += k, from += k, n -= k;
+  }
+}
+
+void OptimizerStep::flush_params_window() {
+  if (!window_) return;
+  const std::size_t count = groups_[window_g_].place->opt_range.count;
+  param_swap_->commit(window_g_, window_lo_, std::min(plan_.update_chunk, count - window_lo_));
+  window_ = nullptr;
+}
+
 void OptimizerStep::update_on_device(GroupState& g, std::size_t begin, std::size_t n, const AdamStep& adam,
                                      float wd) {
   const GroupPlacement& gp = *g.place;
@@ -228,7 +266,8 @@ void OptimizerStep::update_on_device(GroupState& g, std::size_t begin, std::size
 }
 
 void OptimizerStep::update_on_host(GroupState& g, std::size_t begin, std::size_t n, float* p, float* m,
-                                   float* v, const AdamStep& adam, float wd, const StatePiece* piece) {
+                                   float* v, const AdamStep& adam, float wd, const StatePiece* piece,
+                                   const CompressedArrays* arrays) {
   const GroupPlacement& gp = *g.place;
   const std::size_t lo = gp.opt_range.offset + begin, es = dtype_size(g.working);
   // Host pointers to every array the CPU Adam reads: each array's own, or staged down by it.
@@ -243,17 +282,23 @@ void OptimizerStep::update_on_host(GroupState& g, std::size_t begin, std::size_t
     down_done_->record(*down_);
     down_done_->synchronize();
   }
+  // Compressed pieces write params in the store through block-aligned windows (write_params_window).
   std::uint8_t* out = g.params.in_host_memory() ? g.params_at(lo)
-                      : g.params.in_file()        ? static_cast<std::uint8_t*>(param_swap_->writeback_buffer())
-                                                  : stage_params_.data();
+                      : g.params.in_file()
+                          ? (piece ? nullptr : static_cast<std::uint8_t*>(param_swap_->writeback_buffer()))
+                          : stage_params_.data();
   {
     // States on a numa:N tier are updated in place by threads on the node's nearest CPUs.
     const int node = tier_numa_node(gp.master_home);
     std::optional<OmpTeamOnCpus> near;
     if (node >= 0) near.emplace(nearest_cpus(node));
-    if (piece) {
-      update_compressed(g.compressed(), *piece, gr, adam, wd, plan_.rounding_seed, g.index);
-      master_to_working(g.compressed(), begin, n, out, g.working);
+    if (piece) {  // the piece's arrays: the group's in host memory, or a record in the NVMe ring
+      const CompressedArrays a = arrays ? *arrays : g.compressed();
+      update_compressed(a, *piece, gr, adam, wd, plan_.rounding_seed, g.index);
+      if (out)
+        master_to_working(a, piece->begin, n, out, g.working);
+      else  // its whole span: the padding's params in the store are written too
+        write_params_window(g, begin, piece->span, a, piece->begin);
     } else {
       group_adamw(*g.spec, lo, n, p, m, v, gr, out, g.working, adam, wd);
     }
@@ -266,7 +311,7 @@ void OptimizerStep::update_on_host(GroupState& g, std::size_t begin, std::size_t
     up |= g.v.back_from_host(be_, *up_, g.v.data() + begin, v, n);
   }
   up |= g.params.back_from_host(be_, *up_, g.params_at(lo), out, n * es);
-  if (g.params.in_file()) param_swap_->commit(g.index, begin, n);
+  if (g.params.in_file() && !piece) param_swap_->commit(g.index, begin, n);
   if (up) {  // the staging is reused by the next piece, and the compute stream reads what went up
     up_done_->record(*up_);
     up_done_->synchronize();

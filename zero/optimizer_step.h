@@ -58,9 +58,20 @@ class OptimizerStep {
  private:
   struct HostStaging;
   void update_on_device(GroupState& g, std::size_t begin, std::size_t n, const AdamStep& a, float wd);
-  // p, m, v: the states streamed from NVMe, or null; `piece`: compressed states' piece [begin, begin + n).
+  // p, m, v: the states streamed from NVMe, or null; `piece`: compressed states' piece [begin, begin + n),
+  // in `arrays` (a record streamed from NVMe, the piece's begin its own) or else the group's.
   void update_on_host(GroupState& g, std::size_t begin, std::size_t n, float* p, float* m, float* v,
-                      const AdamStep& a, float wd, const StatePiece* piece = nullptr);
+                      const AdamStep& a, float wd, const StatePiece* piece = nullptr,
+                      const CompressedArrays* arrays = nullptr);
+  // A compressed piece of group g at optimizer-range element `begin`, in `a` (its begin its own there).
+  void update_piece(GroupState& g, std::size_t begin, const StatePiece& p, const CompressedArrays& a,
+                    const AdamStep& adam, float wd);
+  // Params kept in the NVMe store take a compressed piece's working values through a window of
+  // update_chunk elements on the chunk's grid (the fp32 path's sub-groups, each on a block), written back
+  // when the next piece leaves it: pieces start where tensors do, not on blocks.
+  void write_params_window(GroupState& g, std::size_t begin, std::size_t n, const CompressedArrays& a,
+                           std::size_t from);
+  void flush_params_window();
   // Launches, in order, each all-gather bucket whose groups are all updated (updated_), as one collective
   // group; update() waits for them all at its end.
   void launch_regathers();
@@ -76,6 +87,9 @@ class OptimizerStep {
   OptimizerSwapper* optimizer_swap_;
   ParamSwapper* param_swap_;
   std::size_t allgather_bucket_;
+  std::uint8_t* window_ = nullptr;  // the params window's write-back buffer, null when none is open
+  int window_g_ = 0;
+  std::size_t window_lo_ = 0;
   Buffer<double> partials_;  // device: one partial sum per group, then the total
   Buffer<double> readback_;  // pinned: host groups' partials, then the total read back
   Buffer<float> stage_grad_, stage_master_, stage_m_, stage_v_;  // pinned: device arrays a host update reads

@@ -42,6 +42,33 @@ OptimizerSwapPlan plan_optimizer_swap(std::vector<std::size_t> counts, std::uint
   return p;
 }
 
+OptimizerSwapPlan plan_packed_swap(const std::vector<CompressedLayout>& layouts, std::uint64_t base,
+                                   std::size_t sub_group, int buffer_count, std::size_t block) {
+  std::vector<std::size_t> counts;
+  for (const CompressedLayout& l : layouts) counts.push_back(l.range);
+  OptimizerSwapPlan p = plan_optimizer_swap(counts, base, sub_group, buffer_count, block);
+  p.bytes = 0;
+  p.slot_bytes = kDirectIoAlign;
+  // A record holds the whole pieces that fit in fp32's sub-group (its master, m and v: 12 bytes an element,
+  // less the record's alignment), so the ring is no larger than fp32's and holds more elements.
+  const std::size_t record = 12 * p.chunk - 2 * 64;
+  for (std::size_t g = 0; g < layouts.size(); ++g)
+    for (auto& [begin, layout] : cut_layout(layouts[g], p.chunk, record)) {
+      PackedUnit u;
+      u.g = int(g);
+      u.begin = begin;
+      u.m_byte = round_up(layout.master_bytes(), 64);
+      u.v_byte = u.m_byte + round_up(layout.moment_array_bytes(), 64);
+      u.bytes = u.v_byte + layout.moment_array_bytes();
+      u.layout = std::move(layout);
+      u.offset = base + p.bytes;
+      p.bytes += round_up64(u.bytes, block);
+      p.slot_bytes = std::max(p.slot_bytes, round_up(u.bytes, kDirectIoAlign));
+      p.packed.push_back(std::move(u));
+    }
+  return p;
+}
+
 std::vector<BufferSpec> OptimizerSwapper::buffers(const OptimizerSwapPlan& plan) {
   std::vector<BufferSpec> v;
   for (int i = 0; i < plan.buffers; ++i)
@@ -54,7 +81,9 @@ OptimizerSwapper::OptimizerSwapper(NvmeStore& store, OptimizerSwapPlan plan, Pla
     : store_(store), plan_(std::move(plan)), counts_(plan_.counts), chunk_(plan_.chunk) {
   const std::size_t block = store.block_size();
   std::uint64_t off = plan_.base;
-  for (std::size_t g = 0; g < counts_.size(); ++g) {
+  for (const PackedUnit& u : plan_.packed) units_.push_back({u.g, u.begin, u.layout.range});
+  if (packed()) off += plan_.bytes;
+  for (std::size_t g = 0; g < counts_.size() && !packed(); ++g) {
     group_base_.push_back(off);
     array_bytes_.push_back(round_up64(std::uint64_t(counts_[g]) * sizeof(float), block));
     off += 3 * array_bytes_.back();
@@ -100,6 +129,20 @@ void OptimizerSwapper::issue(Slot& s, const Unit& u, bool write, int arrays) {
   }
 }
 
+void OptimizerSwapper::issue_unit(Slot& s, std::size_t i, bool write) {
+  if (!packed()) return issue(s, units_[i], write);
+  const PackedUnit& u = plan_.packed[i];
+  const std::uint64_t len = round_up64(u.bytes, kDirectIoAlign);
+  s.io.push_back(write ? store_.write(u.offset, s.buf.data(), len)
+                       : store_.read(u.offset, s.buf.data(), len));
+  (write ? stats_.write_bytes : stats_.read_bytes) += double(len);
+}
+
+CompressedArrays OptimizerSwapper::packed_arrays(Slot& s, const PackedUnit& u) {
+  std::uint8_t* b = reinterpret_cast<std::uint8_t*>(s.buf.data());
+  return {&u.layout, b, b + u.m_byte, b + u.v_byte};
+}
+
 void OptimizerSwapper::wait(Slot& s) {
   auto t0 = std::chrono::steady_clock::now();
   for (auto& h : s.io) h.wait();
@@ -109,6 +152,17 @@ void OptimizerSwapper::wait(Slot& s) {
 
 void OptimizerSwapper::initialize(int g, const float* master) {
   Slot& s = slots_[0];
+  if (packed()) {
+    for (std::size_t i = 0; i < units_.size(); ++i) {
+      const PackedUnit& u = plan_.packed[i];
+      if (u.g != g) continue;
+      std::memset(s.buf.data(), 0, s.buf.bytes());  // the padding between arrays, written too
+      init_compressed(packed_arrays(s, u), master + u.begin);
+      issue_unit(s, i, true);
+      wait(s);
+    }
+    return;
+  }
   for (std::size_t b = 0; b < counts_[g]; b += chunk_) {
     Unit u{g, b, std::min(chunk_, counts_[g] - b)};
     std::memcpy(slot_array(s, 0), master + b, u.n * sizeof(float));
@@ -120,20 +174,35 @@ void OptimizerSwapper::initialize(int g, const float* master) {
 }
 
 void OptimizerSwapper::for_each(const Update& fn, bool write_back) {
+  TZ_CHECK(!packed(), "internal: the fp32 pass over compressed optimizer states on NVMe");
+  pipeline(
+      [&](std::size_t i, Slot& s) {
+        const Unit& u = units_[i];
+        fn(u.g, u.begin, u.n, slot_array(s, 0), slot_array(s, 1), slot_array(s, 2));
+      },
+      write_back);
+}
+
+void OptimizerSwapper::for_each_packed(const PackedUpdate& fn, bool write_back) {
+  TZ_CHECK(packed(), "internal: the compressed pass over fp32 optimizer states on NVMe");
+  pipeline([&](std::size_t i, Slot& s) { fn(plan_.packed[i], packed_arrays(s, plan_.packed[i])); },
+           write_back);
+}
+
+void OptimizerSwapper::pipeline(const std::function<void(std::size_t i, Slot& s)>& fn, bool write_back) {
   const std::size_t K = units_.size(), B = slots_.size();
   // Unit i uses slot i % B: reading unit i waits for the write-back of unit i - B in the same slot.
   auto start_read = [&](std::size_t i) {
     Slot& s = slots_[i % B];
     wait(s);
-    issue(s, units_[i], false);
+    issue_unit(s, i, false);
   };
   for (std::size_t i = 0; i < std::min(K, B - 1); ++i) start_read(i);
   for (std::size_t i = 0; i < K; ++i) {
     Slot& s = slots_[i % B];
     wait(s);
-    const Unit& u = units_[i];
-    fn(u.g, u.begin, u.n, slot_array(s, 0), slot_array(s, 1), slot_array(s, 2));
-    if (write_back) issue(s, u, true);
+    fn(i, s);
+    if (write_back) issue_unit(s, i, true);
     // The next read reuses the slot of unit i - 1, whose write-back ran while Adam updated unit i.
     if (i + B - 1 < K) start_read(i + B - 1);
   }
@@ -142,6 +211,20 @@ void OptimizerSwapper::for_each(const Update& fn, bool write_back) {
 
 void OptimizerSwapper::read_master(int g, float* out) {
   Slot& s = slots_[0];
+  if (packed()) {
+    std::vector<float> m, v;
+    for (std::size_t i = 0; i < units_.size(); ++i) {
+      const PackedUnit& u = plan_.packed[i];
+      if (u.g != g) continue;
+      issue_unit(s, i, false);
+      wait(s);
+      for (const StatePiece& p : u.layout.pieces) {
+        m.resize(p.span), v.resize(p.span);
+        decode_piece(packed_arrays(s, u), p, out + u.begin + p.begin, m.data(), v.data());
+      }
+    }
+    return;
+  }
   for (std::size_t b = 0; b < counts_[g]; b += chunk_) {
     Unit u{g, b, std::min(chunk_, counts_[g] - b)};
     issue(s, u, false, 1);  // the master array alone

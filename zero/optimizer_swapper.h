@@ -1,7 +1,8 @@
-// NVMe-resident optimizer states (ZeRO-Infinity): this rank's fp32 master, Adam m and v live in the
-// NVMe store and pass through a ring of `buffer_count` host staging buffers in sub-groups of
-// `sub_group_size` elements. During the step sub-group k+1 is read while Adam updates k and k-1 is
-// written back.
+// NVMe-resident optimizer states (ZeRO-Infinity): this rank's master, Adam m and v live in the NVMe store
+// and pass through a ring of `buffer_count` host staging buffers in sub-groups of `sub_group_size`
+// elements. During the step sub-group k+1 is read while Adam updates k and k-1 is written back. In fp32
+// each group's three arrays are stored apart; compressed (issue 36), each sub-group is one record of its
+// master, m and v in their formats (codes and absmax), cut on whole pieces of 256-blocks.
 #pragma once
 
 #include <cstdint>
@@ -13,6 +14,7 @@
 
 #include "core/buffer_plan.h"
 #include "offload/nvme_store.h"
+#include "zero/compressed_states.h"
 
 namespace tz {
 
@@ -22,6 +24,16 @@ struct SwapStats {
   void reset() { *this = SwapStats{}; }
 };
 
+// A sub-group of a group's compressed states, stored as one record: its master at byte 0, then m's and
+// v's arrays (codes, then absmax), each on a cache line.
+struct PackedUnit {
+  int g = 0;
+  std::size_t begin = 0;    // its first element in the group's optimizer range
+  CompressedLayout layout;  // its pieces, from `begin` (the group layout's, cut on blocks)
+  std::size_t m_byte = 0, v_byte = 0, bytes = 0;
+  std::uint64_t offset = 0;  // in the store, on a block
+};
+
 // The store layout and the staging ring, planned once (a pure function of the counts and settings).
 struct OptimizerSwapPlan {
   std::vector<std::size_t> counts;  // per group: this rank's optimizer elements
@@ -29,6 +41,7 @@ struct OptimizerSwapPlan {
   std::size_t chunk = 0;            // elements per sub-group
   int buffers = 0;                  // staging buffers in the ring
   std::size_t slot_bytes = 0;       // each: master, m and v of one sub-group, page-rounded
+  std::vector<PackedUnit> packed;   // compressed states: every sub-group of every group, in order
 };
 
 // Elements per sub-group: sub_group rounded down to a multiple of block/2 elements (at least one), so
@@ -36,6 +49,10 @@ struct OptimizerSwapPlan {
 std::size_t optimizer_chunk_elems(std::size_t sub_group, std::size_t block);
 OptimizerSwapPlan plan_optimizer_swap(std::vector<std::size_t> counts, std::uint64_t base, std::size_t sub_group,
                                       int buffer_count, std::size_t block);
+// The same for compressed states: each group's layout (over its optimizer range) cut into units of whole
+// pieces of at most a sub-group's elements, each unit a record of its bytes, block-aligned.
+OptimizerSwapPlan plan_packed_swap(const std::vector<CompressedLayout>& layouts, std::uint64_t base,
+                                   std::size_t sub_group, int buffer_count, std::size_t block);
 
 class OptimizerSwapper {
  public:
@@ -45,6 +62,8 @@ class OptimizerSwapper {
 
   static std::vector<BufferSpec> buffers(const OptimizerSwapPlan& plan);
 
+  bool packed() const { return !plan_.packed.empty(); }
+
   // Writes group g's initial master values with m = v = 0 (blocking; before training).
   void initialize(int g, const float* master);
   // Runs fn over every sub-group of every group in order, pipelined: fn(g, begin, n, master, m, v)
@@ -52,6 +71,9 @@ class OptimizerSwapper {
   // `write_back` is false (a read-only pass: checkpoints).
   using Update = std::function<void(int g, std::size_t begin, std::size_t n, float* p, float* m, float* v)>;
   void for_each(const Update& fn, bool write_back = true);
+  // The same over compressed states, a unit at a time: fn(unit, its arrays in the staging ring).
+  using PackedUpdate = std::function<void(const PackedUnit& u, const CompressedArrays& a)>;
+  void for_each_packed(const PackedUpdate& fn, bool write_back = true);
   // Reads group g's master values (blocking; for export).
   void read_master(int g, float* out);
 
@@ -73,6 +95,11 @@ class OptimizerSwapper {
   float* slot_array(Slot& s, int array) { return s.buf.data() + array * chunk_; }
   // Reads or writes the first `arrays` of the unit's arrays (master, m, v).
   void issue(Slot& s, const Unit& u, bool write, int arrays = 3);
+  // Reads or writes unit i: its three arrays, or its record.
+  void issue_unit(Slot& s, std::size_t i, bool write);
+  CompressedArrays packed_arrays(Slot& s, const PackedUnit& u);
+  // Reads unit i into slot i % B, runs fn(i, slot) in order, writes it back unless !write_back.
+  void pipeline(const std::function<void(std::size_t i, Slot& s)>& fn, bool write_back);
   void wait(Slot& s);
 
   NvmeStore& store_;

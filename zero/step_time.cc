@@ -279,7 +279,12 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
     } else {
       dev_adam += seconds_at(adam_bytes, hw.device_gbs * 1e9 / share, hw, "device_gbs", "AdamW states on the device");
     }
-    if (in_file(gp.master_home)) nvme_opt_rw += opt * 12;
+    // NVMe reads and writes every state of the range a step: 12 bytes an element in fp32, or the formats'.
+    if (in_file(gp.master_home))
+      nvme_opt_rw +=
+          plan.compressed.empty()
+              ? opt * 12
+              : double(plan.compressed[g].master_bytes() + 2 * plan.compressed[g].moment_array_bytes());
     if (in_host_memory(gp.params_home)) {
       const NumaRates* r = node_rates(gp.params_home);
       fetch_micro += seconds_at(2 * shard * wbytes, r ? std::min(link, r->read_gbs * 1e9 / rpn) : link, hw, "link_gbs",

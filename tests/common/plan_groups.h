@@ -33,7 +33,8 @@ inline std::vector<GroupState> plan_groups(const MemoryPlan& plan, PlannedBuffer
     s.shard = plan.map.shard(g);
     s.place = &plan.placement.groups[std::size_t(g)];
     s.working = plan.in.dtype;
-    if (!plan.compressed.empty()) s.packed = &plan.compressed[std::size_t(g)];
+    if (!plan.compressed.empty() && !in_file(s.place->master_home))
+      s.packed = &plan.compressed[std::size_t(g)];
     s.take(planned);
   }
   return groups;

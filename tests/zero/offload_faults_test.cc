@@ -1,5 +1,6 @@
 // Faults of the NVMe tier seen from training: a byte flipped in a swap file stops the next step with the
-// checksum error (nothing trains on it), and a disk too small is refused before step 1.
+// checksum error (nothing trains on it; fp32 states and compressed ones alike), and a disk too small is
+// refused before step 1.
 #include <gtest/gtest.h>
 #include <sys/mount.h>
 
@@ -36,9 +37,15 @@ TrainOptions tiny_on_nvme(const std::string& path) {
   return o;
 }
 
-TEST(OffloadFaults, AByteFlippedInTheSwapFileStopsTheNextStepWithTheChecksumError) {
+class OffloadFaultsFormats : public ::testing::TestWithParam<MomentFormat> {};
+
+// In fp32 and in compressed formats (int8 moments and a bf16-sr master: records of codes and absmax).
+TEST_P(OffloadFaultsFormats, AByteFlippedInTheSwapFileStopsTheNextStepWithTheChecksumError) {
   testing::TestDir dir;
   auto comm = make_self_comm();
+  TrainOptions o = tiny_on_nvme(dir.path());
+  o.offload.optimizer_states = GetParam();
+  if (GetParam() != MomentFormat::fp32) o.offload.master_weights = MasterFormat::bf16_sr;
   int steps_done = 0;
   TrainHooks hooks;
   hooks.before_step = [&](int step, Engine& e) {
@@ -59,7 +66,7 @@ TEST(OffloadFaults, AByteFlippedInTheSwapFileStopsTheNextStepWithTheChecksumErro
     std::ofstream("/proc/sys/vm/drop_caches") << "1";
   };
   try {
-    train(tiny_on_nvme(dir.path()), *comm, quiet, hooks);
+    train(o, *comm, quiet, hooks);
     FAIL() << "expected the checksum error";
   } catch (const Error& e) {
     std::string m = e.what();
@@ -71,6 +78,10 @@ TEST(OffloadFaults, AByteFlippedInTheSwapFileStopsTheNextStepWithTheChecksumErro
   for (auto& entry : std::filesystem::directory_iterator(dir.path()))
     ADD_FAILURE() << "left behind: " << entry.path();
 }
+
+INSTANTIATE_TEST_SUITE_P(States, OffloadFaultsFormats,
+                         ::testing::Values(MomentFormat::fp32, MomentFormat::int8),
+                         [](const auto& info) { return std::string(moment_format_name(info.param)); });
 
 TEST(OffloadFaults, ADiskTooSmallForTheStatesIsRefusedBeforeStep1WithTheNeedAndTheFreeSpace) {
   testing::TestDir dir;

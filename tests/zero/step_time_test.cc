@@ -313,6 +313,25 @@ TEST(StepTime, NvmeStatesGoAtTheirCalibratedRateWhenThereIsOne) {
   EXPECT_THROW(Hardware::from_json(old, "x"), Error);
 }
 
+// Compressed states on NVMe (issue 36) move their own bytes: each group's master, m and v in their formats.
+TEST(StepTime, CompressedNvmeStatesMoveTheirFormatsBytes) {
+  Hardware h = simple();
+  h.nvme_states_gbs = 1;
+  h.cpu_adam_format_time["int8/bf16-sr"] = 3;
+  PlanInputs in = tiny(2, 4);
+  in.offload.optimizer = Tier::nvme;
+  in.offload.nvme_paths = {"/nowhere"};
+  in.offload.optimizer_states = MomentFormat::int8;
+  in.offload.master_weights = MasterFormat::bf16_sr;
+  const MemoryPlan plan = plan_memory(in);
+  double bytes = 0, opt = 0;
+  for (const CompressedLayout& l : plan.compressed) bytes += double(l.master_bytes() + 2 * l.moment_array_bytes());
+  for (const auto& g : plan.placement.groups) opt += double(g.opt_range.count);
+  EXPECT_LT(bytes, 0.5 * opt * 12);
+  const double io = 2 * bytes / (1e9 / 4);
+  EXPECT_NEAR(term(predict_step(plan, h, 1), "optimizer").seconds, std::max(io, 3 * opt * 32 / (40e9 / 4)), 1e-12);
+}
+
 // With a solo rate (one rank alone on the path) too, a node of one rank moves its states at it, a node of
 // the calibrated ranks or more shares the node's rate, and between the two the node's rate is straight
 // between them in the ranks. The file keeps the solo rate, and a file without it loads as 0.
