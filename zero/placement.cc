@@ -15,18 +15,18 @@ bool Placement::any(bool GroupPlacement::*flag) const {
 
 namespace {
 
-// Compressed states (issue 36) are built for the CPU Adam over states in host memory or streamed from NVMe:
-// the device's and the numa:N tiers' moves and kernels are fp32 still, so those are refused by name, never
-// run in fp32.
+// Compressed states (issue 36) are built for the CPU Adam over states in host memory (the host tier or a
+// numa:N tier) or streamed from NVMe: the device's AdamW is fp32 still, so the device is refused by name,
+// never run in fp32.
 void check_state_formats(const OffloadOptions& o) {
   if (!o.compressed_states()) return;
   const std::string flag = o.optimizer_states != MomentFormat::fp32
                                ? "--optimizer-states " + std::string(moment_format_name(o.optimizer_states))
                                : "--master-weights " + std::string(master_format_name(o.master_weights));
-  // The host tier itself (no NUMA node of its own: the numa:N tiers are not tried yet), or NVMe.
-  TZ_CHECK((in_host_memory(o.optimizer) && tier_numa_node(o.optimizer) < 0) || in_file(o.optimizer), flag,
+  TZ_CHECK(in_host_memory(o.optimizer) || in_file(o.optimizer), flag,
            " is not yet supported with the optimizer on ", tier_name(o.optimizer),
-           "; use host or nvme (--offload-optimizer cpu|nvme, zero_optimization.offload_optimizer.device)");
+           "; use host, numa:N or nvme (--offload-optimizer cpu|numa:N|nvme, "
+           "zero_optimization.offload_optimizer.device)");
   TZ_CHECK(o.host_ratio_master == 1 && o.host_ratio_m == 1 && o.host_ratio_v == 1, flag,
            " needs every optimizer state on the host tier; --offload-ratio below 1 (offload_optimizer.ratio) "
            "would keep some on the device, where they are fp32 only: give ratio 1");

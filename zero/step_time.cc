@@ -254,10 +254,15 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
                     key.c_str());
     format_note = b;
   }
-  auto host_adam_s = [&](const GroupPlacement& gp, double bytes, double opt) {
+  // Group g's master, m and v: 12 bytes an element in fp32, or the formats' bytes.
+  auto state_bytes = [&](int g, double opt) {
+    if (plan.compressed.empty()) return opt * 12;
+    return double(plan.compressed[g].master_bytes() + 2 * plan.compressed[g].moment_array_bytes());
+  };
+  auto host_adam_s = [&](const GroupPlacement& gp, double bytes, double states) {
     double t = format_time * seconds_at(bytes, adam_rate, hw, "cpu_adam_gbs", "CPU Adam states");
     if (const NumaRates* r = node_rates(gp.master_home))
-      t = std::max({t, opt * 12 / (r->read_gbs * 1e9 / rpn), opt * 12 / (r->write_gbs * 1e9 / rpn)});
+      t = std::max({t, states / (r->read_gbs * 1e9 / rpn), states / (r->write_gbs * 1e9 / rpn)});
     return t;
   };
   for (int g = 0; g < plan.map.groups(); ++g) {
@@ -265,13 +270,13 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
     const double shard = double(plan.map.group(g).shard_count), opt = double(gp.opt_range.count);
     const double adam_bytes = opt * (28.0 + wbytes);
     if (in_host_memory(gp.update_on) && can_hide && covered[g]) {
-      spec_adam += save_factor * host_adam_s(gp, adam_bytes, opt);
+      spec_adam += save_factor * host_adam_s(gp, adam_bytes, state_bytes(g, opt));
       // Sharded gradients come down every micro-step; at stages 0-1 the reduced gradient stays on the
       // device and the optimizer stages its range down once.
       down += (in_host_memory(gp.grad_home) && gp.grads_sharded ? accum * shard : opt) * 4;
       if (on_device(gp.params_home)) up += opt * wbytes;
     } else if (in_host_memory(gp.update_on)) {
-      host_adam += host_adam_s(gp, adam_bytes, opt);
+      host_adam += host_adam_s(gp, adam_bytes, state_bytes(g, opt));
       // Sharded gradients come down every micro-step; at stages 0-1 the reduced gradient stays on the
       // device and the optimizer stages its range down once.
       down += (in_host_memory(gp.grad_home) && gp.grads_sharded ? accum * shard : opt) * 4;
@@ -280,11 +285,7 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
       dev_adam += seconds_at(adam_bytes, hw.device_gbs * 1e9 / share, hw, "device_gbs", "AdamW states on the device");
     }
     // NVMe reads and writes every state of the range a step: 12 bytes an element in fp32, or the formats'.
-    if (in_file(gp.master_home))
-      nvme_opt_rw +=
-          plan.compressed.empty()
-              ? opt * 12
-              : double(plan.compressed[g].master_bytes() + 2 * plan.compressed[g].moment_array_bytes());
+    if (in_file(gp.master_home)) nvme_opt_rw += state_bytes(g, opt);
     if (in_host_memory(gp.params_home)) {
       const NumaRates* r = node_rates(gp.params_home);
       fetch_micro += seconds_at(2 * shard * wbytes, r ? std::min(link, r->read_gbs * 1e9 / rpn) : link, hw, "link_gbs",

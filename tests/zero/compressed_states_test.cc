@@ -1,6 +1,6 @@
 // Compressed optimizer states on the host tier (zero/compressed_states.h, issue 36): the plan sizes each
 // group's master, m and v exactly per tensor (fp32 under 4096 elements, int8 codes and an absmax per 256);
-// int8 shards are 256-aligned; the tiers other than host and nvme are refused naming the flag and the tier;
+// int8 shards are 256-aligned; the device tier is refused naming the flag and the tier;
 // the optimizer step leaves in the host states exactly what a direct adamw_compressed call per tensor gives
 // on the same gradients; and the fp32 view checkpoints use gives the states back exactly.
 #include "zero/compressed_states.h"
@@ -17,7 +17,6 @@
 #include "tests/common/plan_groups.h"
 #include "tests/common/recording_comm.h"
 #include "zero/memory_plan.h"
-#include "zero/numa_tier.h"
 #include "zero/optimizer_step.h"
 
 namespace tz {
@@ -94,7 +93,7 @@ TEST(CompressedStates, AShardThatCutsAnInt8BlockIsRefusedNamingTheTensor) {
   EXPECT_NO_THROW(compressed_layout(g, Shard{4096, 4096}, MomentFormat::bf16, MasterFormat::fp32, "x"));
 }
 
-TEST(CompressedStates, OtherTiersAreRefusedNamingTheFlagAndTheTier) {
+TEST(CompressedStates, TheDeviceTierIsRefusedNamingTheFlagAndTheTier) {
   struct Case {
     Tier tier;
     MomentFormat moments;
@@ -103,12 +102,13 @@ TEST(CompressedStates, OtherTiersAreRefusedNamingTheFlagAndTheTier) {
   };
   for (const Case& c :
        {Case{Tier::device, MomentFormat::int8, MasterFormat::fp32,
-             "--optimizer-states int8 is not yet supported with the optimizer on device; use host "
-             "or nvme"},
+             "--optimizer-states int8 is not yet supported with the optimizer on device; use host, "
+             "numa:N or nvme"},
         Case{Tier::device, MomentFormat::fp32, MasterFormat::bf16_sr,
              "--master-weights bf16-sr is not yet supported with the optimizer on device; use host"},
-        Case{numa_tier(0), MomentFormat::bf16, MasterFormat::fp32,
-             "--optimizer-states bf16 is not yet supported with the optimizer on numa:0; use host"}}) {
+        Case{Tier::device, MomentFormat::bf16, MasterFormat::fp32,
+             "--optimizer-states bf16 is not yet supported with the optimizer on device; use host, numa:N or "
+             "nvme"}}) {
     PlanInputs in = inputs(1, c.moments, c.master);
     in.offload.optimizer = c.tier;
     in.offload.nvme_paths = {"unused"};

@@ -1,9 +1,9 @@
 // The numa:N tier (zero/numa_tier.h): the optimizer states and stage 3's parameter shards on NUMA node 0's
 // memory (the node every machine has) train bitwise like the host tier at stages 1-3, with the
-// speculative CPU Adam too, at 1 and 2 ranks; the kernel (move_pages) finds every page checked on node 0;
-// a budget one byte short is refused naming the tier and its flag, and a node this machine lacks naming
-// the node. The same check with states on a second, memory-only node runs under qemu
-// (perf/scripts/numa_qemu.sh).
+// speculative CPU Adam too, at 1 and 2 ranks, and in compressed formats; the kernel (move_pages) finds
+// every page checked on node 0; a budget one byte short is refused naming the tier and its flag, and a node
+// this machine lacks naming the node. The same check with states on a second, memory-only node runs under
+// qemu (perf/scripts/numa_qemu.sh).
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -55,6 +55,23 @@ TEST(NumaTier, Node0TrainsBitwiseLikeTheHostTierAtStages1To3AndItsPagesAreOnNode
       }
       EXPECT_EQ(found, 1);
     }
+}
+
+// Compressed optimizer states (issue 36) on node 0: the host tier's losses bit for bit, their bytes on the
+// node.
+TEST(NumaTier, CompressedStatesOnNode0TrainBitwiseLikeTheHostTier) {
+  SKIP_WITHOUT_NUMA();
+  const Tier n0 = numa_tier(0);
+  auto comm = make_mpi_world();
+  for (int stage : {1, 3}) {
+    SCOPED_TRACE("stage " + std::to_string(stage));
+    TrainOptions base = tiny(stage);
+    base.offload.optimizer_states = MomentFormat::int8;
+    base.offload.master_weights = MasterFormat::bf16_sr;
+    const TrainResult host = train(offloaded(base, Tier::host), *comm, quiet);
+    const TrainResult numa = train(offloaded(base, n0), *comm, quiet);
+    testing::expect_like_the_host_tier(host, numa, n0, 6);
+  }
 }
 
 TEST(NumaTier, ABudgetOneByteShortIsRefusedNamingTheTierAndItsFlag) {

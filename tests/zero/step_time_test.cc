@@ -390,6 +390,15 @@ TEST(StepTime, ANumaTierCostsTheNodesRatesWhenTheyAreSlowerThanTheCpuAdam) {
   h.numa = {{1, 400, 400}};  // faster than the Adam's stream: the Adam sets the pace
   EXPECT_DOUBLE_EQ(term(predict_step(plan, h, 1), "optimizer").seconds, term(host, "optimizer").seconds);
   h.numa = {{1, 2, 1}};
+  {  // compressed states (issue 36) cross the node's link in their formats' bytes
+    PlanInputs c = in;
+    c.offload.optimizer_states = MomentFormat::int8, c.offload.master_weights = MasterFormat::bf16_sr;
+    const MemoryPlan cp = plan_memory(c);
+    double bytes = 0;
+    for (const CompressedLayout& l : cp.compressed)
+      bytes += double(l.master_bytes() + 2 * l.moment_array_bytes());
+    EXPECT_NEAR(term(predict_step(cp, h, 1), "optimizer").seconds, bytes / (1e9 / 4), 1e-12);
+  }
   PlanInputs p3 = tiny(3, 4);
   p3.offload.param = Tier::host;
   const double host_fetch = term(predict_step(plan_memory(p3), h, 1), "host <-> device").seconds;
