@@ -42,6 +42,9 @@ struct AttentionShape {
 };
 
 // AdamW hyper-parameters for one step (PyTorch semantics: decoupled decay, bias correction).
+struct CompressedStates;  // core/adam_compressed.h
+struct ShardPosition;
+
 struct AdamStep {
   float lr = 0;
   float beta1 = 0.9f;
@@ -153,6 +156,12 @@ class Backend {
   // Adam (core/cpu_adam.h) the offloaded optimizer states are updated with.
   virtual void adamw(Stream& s, float* p, float* m, float* v, const float* g, std::size_t n, const AdamStep& step,
                      void* working, DType working_type) = 0;
+
+  // AdamW over one tensor's shard with compressed states (core/adam_compressed.h: moments in fp32, bf16 or
+  // int8, the master in fp32 or bf16 with stochastic rounding), every array in device memory. The CPU
+  // backend runs the CPU Adam's adamw_compressed, the CUDA backend its kernel: the same bits.
+  virtual void adamw_compressed(Stream& s, const AdamStep& step, const CompressedStates& st, const float* g,
+                                std::size_t n, const ShardPosition& at) = 0;
 
   // Moves bytes between any two memory kinds (device, pinned or pageable host), in stream order. The
   // ranges must not overlap.

@@ -12,6 +12,7 @@
 #include <limits>
 #include <vector>
 
+#include "core/adam_compressed.h"
 #include "core/backend.h"
 #include "core/cpu_adam.h"
 #include "core/cpu_attention.h"
@@ -555,6 +556,12 @@ class CpuBackend final : public Backend {
              void* working, DType wt) override {
     DeviceAccess open{p, m, v, g, working};
     cpu_adamw(p, m, v, g, n, step, working, wt);
+  }
+
+  void adamw_compressed(Stream&, const AdamStep& step, const CompressedStates& st, const float* g, std::size_t n,
+                        const ShardPosition& at) override {
+    DeviceAccess open{st.p, st.m, st.v, st.m_absmax, st.v_absmax, g};
+    tz::adamw_compressed(cpu_adam_isa_choice(), step, st, g, n, at);
   }
 
   void copy_async(Stream&, void* dst, const void* src, std::size_t bytes) override {

@@ -4,6 +4,8 @@
 // memory's peak says how far a kernel is from its limit.
 #include "core/profiled_backend.h"
 
+#include "core/adam_compressed.h"
+
 namespace tz {
 namespace {
 
@@ -162,6 +164,14 @@ void ProfiledBackend::adamw(Stream& s, float* p, float* m, float* v, const float
   // p, m, v read and written, g read, the working copy written.
   timed(s, "adamw", {0, double(n) * (28 + (working ? sz(working_type) : 0))},
         [&] { inner_->adamw(s, p, m, v, g, n, step, working, working_type); });
+}
+
+void ProfiledBackend::adamw_compressed(Stream& s, const AdamStep& step, const CompressedStates& st,
+                                       const float* g, std::size_t n, const ShardPosition& at) {
+  // The gradient read, the master and both moments read and written in their formats.
+  const double master = st.master == MasterFormat::bf16_sr ? 2 : 4;
+  timed(s, "adamw", {0, double(n) * (4 + 2 * (master + 2 * moment_bytes_per_element(st.moments)))},
+        [&] { inner_->adamw_compressed(s, step, st, g, n, at); });
 }
 
 void ProfiledBackend::copy_async(Stream& s, void* dst, const void* src, std::size_t bytes) {

@@ -55,6 +55,8 @@ class ProfiledBackend final : public Backend {
   void check_finite(Stream& s, double* acc, const float* x, std::size_t n) override;
   void adamw(Stream& s, float* p, float* m, float* v, const float* g, std::size_t n, const AdamStep& step,
              void* working, DType working_type) override;
+  void adamw_compressed(Stream& s, const AdamStep& step, const CompressedStates& st, const float* g, std::size_t n,
+                        const ShardPosition& at) override;
   void copy_async(Stream& s, void* dst, const void* src, std::size_t bytes) override;
   void memset_async(Stream& s, void* dst, int value, std::size_t bytes) override;
 

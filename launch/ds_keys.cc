@@ -395,11 +395,11 @@ const KeyLevel& bf16_keys() {
   static const KeyLevel l{
       {{"enabled", "--dtype", "true trains in bf16; \"auto\": whether --dtype is bf16"},
        {"bf16_optimizer_states", "--optimizer-states",
-        "true keeps Adam m and v in bf16 (--optimizer-states bf16; needs offload_optimizer.device cpu, numa:N or nvme); false "
+        "true keeps Adam m and v in bf16 (--optimizer-states bf16); false "
         "leaves the flag's format"},
        {"bf16_master_weights_and_grads", "--master-weights",
-        "true keeps the master weights in bf16 with stochastic rounding (--master-weights bf16-sr; needs "
-        "offload_optimizer.device cpu, numa:N or nvme); the gradients stay fp32; false leaves the flag's format"}},
+        "true keeps the master weights in bf16 with stochastic rounding (--master-weights bf16-sr); "
+        "the gradients stay fp32; false leaves the flag's format"}},
       {{"immediate_grad_update", V::boolean,
         "it picks when DeepSpeed's bf16 optimizer moves each gradient into its fp32 accumulator (at once or "
         "at the end of backward); the accumulated values are the same, and tierzero accumulates in fp32"},

@@ -47,6 +47,7 @@ std::vector<Option> options() {
          in.zero.stage = 3, in.offload.optimizer = Tier::nvme, in.offload.param = Tier::nvme;
        }},
       // Compressed states (issue 36): the bytes they save and the update time they cost.
+      {"stage 2, int8 + bf16-sr master", states_on(Tier::device, 2, MomentFormat::int8, MasterFormat::bf16_sr)},
       {"stage 2, optimizer on host, int8 + bf16-sr master",
        host_states(2, MomentFormat::int8, MasterFormat::bf16_sr)},
       {"stage 3, optimizer on host, bf16 states", host_states(3, MomentFormat::bf16, MasterFormat::fp32)},

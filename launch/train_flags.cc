@@ -244,11 +244,11 @@ void add_train_flags(po::options_description& desc, TrainFlags& f) {
       "finishes first (0 to 1; each covered element costs 12 + 2 bytes of pinned host memory)")(
       "optimizer-states", po::value(&f.optimizer_states)->default_value(f.optimizer_states),
       "the format of Adam m and v: fp32, bf16 (rounded to nearest) or int8 (blockwise, an absmax per 256 "
-      "elements); tensors under 4096 elements keep fp32. Other than fp32 needs --offload-optimizer cpu, numa:N or nvme "
+      "elements); tensors under 4096 elements keep fp32. Other than fp32: not with --offload-ratio below 1 "
       "(bf16.bf16_optimizer_states true: bf16; docs/optimizer.md#compressed-optimizer-states)")(
       "master-weights", po::value(&f.master_weights)->default_value(f.master_weights),
-      "the format of the master weights: fp32 or bf16-sr (bf16 with stochastic rounding); bf16-sr needs "
-      "--offload-optimizer cpu, numa:N or nvme (bf16.bf16_master_weights_and_grads true: bf16-sr)")(
+      "the format of the master weights: fp32 or bf16-sr (bf16 with stochastic rounding); bf16-sr on every "
+      "tier (bf16.bf16_master_weights_and_grads true: bf16-sr)")(
       "offload-activations", po::value(&f.offload_act)->default_value("none"),
       "where the activation checkpoints (each block's input) live: none (the device) or cpu (the host "
       "tier, crossing on copy streams of their own while the blocks compute; the device then holds 3 "

@@ -187,13 +187,33 @@ void init_compressed(const CompressedArrays& a, const float* range_values) {
     }
 }
 
+AdamStep piece_step(const StatePiece& p, const AdamStep& adam, float weight_decay) {
+  AdamStep s = adam;
+  s.weight_decay = p.decay ? weight_decay : 0.0f;
+  return s;
+}
+
+ShardPosition piece_position(const StatePiece& p, std::uint64_t run_seed, int group) {
+  return ShardPosition{p.in_tensor, rounding_seed(run_seed, group, p.tensor)};
+}
+
+PieceBytes piece_bytes(const CompressedLayout& l, const StatePiece& p) {
+  const std::size_t mb = l.master == MasterFormat::bf16_sr ? 2 : 4;
+  PieceBytes b;
+  b.master_at = p.begin * mb;
+  b.master = p.span * mb;
+  b.codes_at = p.moment_byte;
+  b.codes = p.count * element_bytes(p.moments);
+  b.absmax_at = l.codes_bytes + p.absmax * sizeof(float);
+  b.absmax = p.moments == MomentFormat::int8 ? quant_blocks(p.count) * sizeof(float) : 0;
+  return b;
+}
+
 void update_compressed(const CompressedArrays& a, const StatePiece& p, const float* g, const AdamStep& adam,
                        float weight_decay, std::uint64_t run_seed, int group) {
   if (!p.count) return;
-  AdamStep s = adam;
-  s.weight_decay = p.decay ? weight_decay : 0.0f;
-  adamw_compressed(cpu_adam_isa_choice(), s, piece_states(a, p), g, p.count,
-                   ShardPosition{p.in_tensor, rounding_seed(run_seed, group, p.tensor)});
+  adamw_compressed(cpu_adam_isa_choice(), piece_step(p, adam, weight_decay), piece_states(a, p), g, p.count,
+                   piece_position(p, run_seed, group));
 }
 
 void master_to_working(const CompressedArrays& a, std::size_t begin, std::size_t n, void* out, DType working) {

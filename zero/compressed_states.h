@@ -80,6 +80,17 @@ std::uint64_t rounding_seed(std::uint64_t run_seed, int group, int tensor);
 // The states at the start: the master from `range_values` (fp32, the whole range), m and v zero.
 void init_compressed(const CompressedArrays& a, const float* range_values);
 
+// Piece p's step (weight decay on decayed tensors) and where its stochastic rounding is keyed.
+AdamStep piece_step(const StatePiece& p, const AdamStep& adam, float weight_decay);
+ShardPosition piece_position(const StatePiece& p, std::uint64_t run_seed, int group);
+
+// Where piece p's bytes lie in its layout's arrays, as offsets and lengths in bytes: in the master's, and in
+// m's (v's alike) its codes and its absmax. What a copy of the piece alone moves.
+struct PieceBytes {
+  std::size_t master_at = 0, master = 0, codes_at = 0, codes = 0, absmax_at = 0, absmax = 0;
+};
+PieceBytes piece_bytes(const CompressedLayout& l, const StatePiece& p);
+
 // AdamW over piece p with gradient g (p.count elements at p.begin); weight decay on decayed tensors.
 void update_compressed(const CompressedArrays& a, const StatePiece& p, const float* g, const AdamStep& adam,
                        float weight_decay, std::uint64_t run_seed, int group);

@@ -9,6 +9,7 @@
 #include "core/backend.h"
 #include "core/error.h"
 #include "core/host_ops.h"
+#include "zero/device_pieces.h"
 
 namespace tz {
 
@@ -145,7 +146,10 @@ void Engine::initialize(const GroupInit& init) {
     const float* range = values.data() + gp.opt_range.offset;
     const std::size_t n = gp.opt_range.count;
     if (optimizer_swap_) optimizer_swap_->initialize(g.index, range);
-    if (g.packed) init_compressed(g.compressed(), range);
+    if (g.packed && on_device(g.place->master_home))
+      init_device_compressed(be, stream_, *done_, g.compressed(), range);
+    else if (g.packed)
+      init_compressed(g.compressed(), range);
     if (!g.master.empty()) be.copy_async(stream_, g.master.data(), range, n * sizeof(float));
     if (!g.m.empty()) be.memset_async(stream_, g.m.data(), 0, n * sizeof(float));
     if (!g.v.empty()) be.memset_async(stream_, g.v.data(), 0, n * sizeof(float));
@@ -250,6 +254,13 @@ std::vector<float> Engine::gather_master(int g) {
   float* mine = full.data() + gp.opt_range.offset;
   if (optimizer_swap_) {
     optimizer_swap_->read_master(g, mine);
+  } else if (s.packed && on_device(gp.master_home)) {
+    std::vector<float> m, v;
+    for_each_device_piece(dev_.backend(), stream_, *done_, s.compressed(), kStatePiece, false,
+                          [&](std::size_t begin, const CompressedArrays& a, const StatePiece& p) {
+                            m.resize(p.span), v.resize(p.span);
+                            decode_piece(a, p, mine + begin, m.data(), v.data());
+                          });
   } else if (s.packed) {
     std::vector<float> m, v;
     for (const StatePiece& p : s.packed->pieces) {

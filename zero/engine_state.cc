@@ -4,6 +4,7 @@
 
 #include "core/backend.h"
 #include "core/error.h"
+#include "zero/device_pieces.h"
 #include "zero/engine.h"
 
 namespace tz {
@@ -54,6 +55,13 @@ void Engine::visit_states(const StateVisit& fn, StateWrite write) {
   }
   Backend& be = dev_.backend();
   for (GroupState& g : groups_) {
+    if (g.packed && on_device(g.place->master_home)) {  // on the device: through host copies, a piece at a time
+      for_each_device_piece(be, stream_, *done_, g.compressed(), kStatePiece, write_back,
+                            [&](std::size_t begin, const CompressedArrays& a, const StatePiece& p) {
+                              visit_packed(g.index, begin, a, {p});
+                            });
+      continue;
+    }
     if (g.packed) {
       visit_packed(g.index, 0, g.compressed(), g.packed->split(kStatePiece));
       continue;

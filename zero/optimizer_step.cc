@@ -213,6 +213,10 @@ void OptimizerStep::update(const AdamStep& adam, float wd) {
 
 void OptimizerStep::update_piece(GroupState& g, std::size_t begin, const StatePiece& p,
                                  const CompressedArrays& a, const AdamStep& adam, float wd) {
+  if (on_device(g.place->update_on)) {
+    if (p.count) update_packed_on_device(g, begin, p, a, adam, wd);
+    return;
+  }
   if (p.count) update_on_host(g, begin, p.count, nullptr, nullptr, nullptr, adam, wd, &p, &a);
   // A piece of padding alone has no update, but its params' bytes in the store are written with the window.
   if (!p.count && g.params.in_file()) write_params_window(g, begin, p.span, a, p.begin);
@@ -241,6 +245,34 @@ void OptimizerStep::flush_params_window() {
   window_ = nullptr;
 }
 
+void OptimizerStep::update_packed_on_device(GroupState& g, std::size_t begin, const StatePiece& p,
+                                            const CompressedArrays& a, const AdamStep& adam, float wd) {
+  const GroupPlacement& gp = *g.place;
+  const std::size_t lo = gp.opt_range.offset + begin, n = p.count, es = dtype_size(g.working);
+  be_.adamw_compressed(stream_, piece_step(p, adam, wd), piece_states(a, p), g.grad_at(begin), n,
+                       piece_position(p, plan_.rounding_seed, g.index));
+  // The working params from the master, on the device too.
+  std::uint8_t* out = g.params.on_device() ? g.params_at(lo) : device_params_out_.data();
+  const std::uint8_t* master = a.master + piece_bytes(*a.layout, p).master_at;
+  const DType md = a.layout->master == MasterFormat::bf16_sr ? DType::bf16 : DType::f32;
+  if (md == g.working)
+    be_.copy_async(stream_, out, master, n * es);
+  else
+    be_.cast(stream_, out, g.working, master, md, n);
+  if (!g.params.on_device()) params_down(g, begin, n, out);
+}
+
+void OptimizerStep::params_down(GroupState& g, std::size_t begin, std::size_t n, const std::uint8_t* out) {
+  const std::size_t lo = g.place->opt_range.offset + begin, es = dtype_size(g.working);
+  void* dst = g.params.in_host_memory() ? static_cast<void*>(g.params_at(lo)) : param_swap_->writeback_buffer();
+  computed_->record(stream_);
+  computed_->wait(*down_);
+  be_.copy_async(*down_, dst, out, n * es);
+  down_done_->record(*down_);
+  down_done_->synchronize();  // `out` is reused by the next piece; the write-back reads `dst`
+  if (g.params.in_file()) param_swap_->commit(g.index, begin, n);
+}
+
 void OptimizerStep::update_on_device(GroupState& g, std::size_t begin, std::size_t n, const AdamStep& adam,
                                      float wd) {
   const GroupPlacement& gp = *g.place;
@@ -254,15 +286,8 @@ void OptimizerStep::update_on_device(GroupState& g, std::size_t begin, std::size
     be_.adamw(stream_, g.master_at(begin + off), g.m.data() + begin + off, g.v.data() + begin + off,
               g.grad_at(begin + off), cnt, s, out ? out + off * es : nullptr, g.working);
   });
-  if (g.params.on_device()) return;
   // The shard lives off the device: bring the updated working params down to it.
-  void* dst = g.params.in_host_memory() ? static_cast<void*>(g.params_at(lo)) : param_swap_->writeback_buffer();
-  computed_->record(stream_);
-  computed_->wait(*down_);
-  be_.copy_async(*down_, dst, out, n * es);
-  down_done_->record(*down_);
-  down_done_->synchronize();  // `out` is reused by the next piece; the write-back reads `dst`
-  if (g.params.in_file()) param_swap_->commit(g.index, begin, n);
+  if (!g.params.on_device()) params_down(g, begin, n, out);
 }
 
 void OptimizerStep::update_on_host(GroupState& g, std::size_t begin, std::size_t n, float* p, float* m,

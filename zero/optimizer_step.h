@@ -63,6 +63,11 @@ class OptimizerStep {
   void update_on_host(GroupState& g, std::size_t begin, std::size_t n, float* p, float* m, float* v,
                       const AdamStep& a, float wd, const StatePiece* piece = nullptr,
                       const CompressedArrays* arrays = nullptr);
+  // Compressed states on the device: the backend's adamw_compressed, then the working params from the master.
+  void update_packed_on_device(GroupState& g, std::size_t begin, const StatePiece& p, const CompressedArrays& a,
+                               const AdamStep& adam, float wd);
+  // Updated working params at `out` (device) down to the shard off the device, in host memory or the store.
+  void params_down(GroupState& g, std::size_t begin, std::size_t n, const std::uint8_t* out);
   // A compressed piece of group g at optimizer-range element `begin`, in `a` (its begin its own there).
   void update_piece(GroupState& g, std::size_t begin, const StatePiece& p, const CompressedArrays& a,
                     const AdamStep& adam, float wd);

@@ -15,21 +15,22 @@ bool Placement::any(bool GroupPlacement::*flag) const {
 
 namespace {
 
-// Compressed states (issue 36) are built for the CPU Adam over states in host memory (the host tier or a
-// numa:N tier) or streamed from NVMe: the device's AdamW is fp32 still, so the device is refused by name,
-// never run in fp32.
+// Compressed states (issue 36) live on any tier: updated by the device's backend (adamw_compressed) on the
+// device, by the CPU Adam in host memory (the host tier, numa:N) or streamed from NVMe. What is not built is
+// refused by name, never run in fp32.
 void check_state_formats(const OffloadOptions& o) {
   if (!o.compressed_states()) return;
   const std::string flag = o.optimizer_states != MomentFormat::fp32
                                ? "--optimizer-states " + std::string(moment_format_name(o.optimizer_states))
                                : "--master-weights " + std::string(master_format_name(o.master_weights));
-  TZ_CHECK(in_host_memory(o.optimizer) || in_file(o.optimizer), flag,
-           " is not yet supported with the optimizer on ", tier_name(o.optimizer),
-           "; use host, numa:N or nvme (--offload-optimizer cpu|numa:N|nvme, "
-           "zero_optimization.offload_optimizer.device)");
-  TZ_CHECK(o.host_ratio_master == 1 && o.host_ratio_m == 1 && o.host_ratio_v == 1, flag,
-           " needs every optimizer state on the host tier; --offload-ratio below 1 (offload_optimizer.ratio) "
-           "would keep some on the device, where they are fp32 only: give ratio 1");
+  TZ_CHECK(!on_device(o.optimizer) || !in_file(o.param), flag,
+           " with the optimizer on the device is not yet supported with the parameters on nvme; keep the "
+           "parameters on the device or the host, or put the optimizer on nvme too");
+  TZ_CHECK(on_device(o.optimizer) || (o.host_ratio_master == 1 && o.host_ratio_m == 1 && o.host_ratio_v == 1),
+           flag,
+           " needs every optimizer state on one tier; --offload-ratio below 1 (offload_optimizer.ratio) would "
+           "split a group's states between the device and ",
+           tier_name(o.optimizer), ": give ratio 1");
   TZ_CHECK(o.overlap_optimizer != OptimizerOverlap::on, flag,
            " is not yet supported with --overlap-optimizer on (the speculative CPU Adam is fp32): give off or auto");
 }

@@ -282,7 +282,9 @@ StepPrediction predict_step(const MemoryPlan& plan, const Hardware& hw, int accu
       down += (in_host_memory(gp.grad_home) && gp.grads_sharded ? accum * shard : opt) * 4;
       if (on_device(gp.params_home)) up += opt * wbytes;
     } else {
-      dev_adam += seconds_at(adam_bytes, hw.device_gbs * 1e9 / share, hw, "device_gbs", "AdamW states on the device");
+      // Compressed states on the device: the gradient and the working write, the states read and written.
+      const double dev_bytes = plan.compressed.empty() ? adam_bytes : opt * (4 + wbytes) + 2 * state_bytes(g, opt);
+      dev_adam += seconds_at(dev_bytes, hw.device_gbs * 1e9 / share, hw, "device_gbs", "AdamW states on the device");
     }
     // NVMe reads and writes every state of the range a step: 12 bytes an element in fp32, or the formats'.
     if (in_file(gp.master_home)) nvme_opt_rw += state_bytes(g, opt);

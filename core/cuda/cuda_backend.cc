@@ -176,6 +176,11 @@ class CudaBackend final : public Backend {
     cuda::adamw(stream_of(s), p, m, v, g, n, step, working, working_type);
   }
 
+  void adamw_compressed(Stream& s, const AdamStep& step, const CompressedStates& st, const float* g, std::size_t n,
+                        const ShardPosition& at) override {
+    cuda::adamw_compressed(stream_of(s), step, st, g, n, at);
+  }
+
   // Device <-> pinned (and device <-> device): cudaMemcpyAsync, asynchronous. Host <-> host: a memcpy in
   // stream order on CUDA's host-function thread (see HostWork). Device <-> pageable: CUDA stages the copy
   // through pinned memory of its own and may read the pageable source at once, before the stream's

@@ -163,6 +163,10 @@ class DeferredBackend final : public Backend {
              DType) override {
     none("adamw");
   }
+  void adamw_compressed(Stream&, const AdamStep&, const CompressedStates&, const float*, std::size_t,
+                        const ShardPosition&) override {
+    none("adamw_compressed");
+  }
 
  private:
   [[noreturn]] static void none(const char* what) {

@@ -1,8 +1,8 @@
 // Training with compressed optimizer states (issue 36): tiny GPT-2 with int8 moments and a bf16-sr master
-// gives the same losses bit for bit at ZeRO stages 1, 2 and 3 (other losses than fp32's), and on NVMe the
-// host tier's losses, the store holding the compressed bytes; a run resumed from its checkpoint is bitwise
-// the run that never stopped, also from NVMe to the host tier and back (a resume in other formats converts:
-// tests/train/state_conversion_mpi_test.cc).
+// gives the same losses bit for bit at ZeRO stages 1, 2 and 3 (other losses than fp32's), and on NVMe and
+// on the device the host tier's losses, the store holding the compressed bytes; a run resumed from its
+// checkpoint is bitwise the run that never stopped, also moving from NVMe or the device to the host tier and
+// back (a resume in other formats converts: tests/train/state_conversion_mpi_test.cc).
 #include <gtest/gtest.h>
 
 #include "comm/communicator.h"
@@ -77,24 +77,48 @@ TEST(CompressedStatesTraining, OnNvmeTheLossesAreTheHostTiers) {
   }
 }
 
-TEST(CompressedStatesTraining, AResumeMovesTheStatesBetweenNvmeAndTheHostTierBitwise) {
+// The states on the device (no offload): the backend's adamw_compressed, on the cpu device the CPU Adam.
+TrainOptions on_device(TrainOptions o) {
+  o.offload.optimizer = o.offload.param = Tier::device;
+  return o;
+}
+
+TEST(CompressedStatesTraining, OnTheDeviceTheLossesAreTheHostTiers) {
+  auto comm = make_mpi_world();
+  for (int stage : {0, 1, 2, 3}) {
+    SCOPED_TRACE("stage " + std::to_string(stage));
+    const TrainResult host = train(compressed(std::max(stage, 1), 6), *comm, quiet);
+    const TrainResult device = train(on_device(compressed(stage, 6)), *comm, quiet);
+    ASSERT_EQ(device.losses.size(), 6u);
+    EXPECT_EQ(device.losses, host.losses);  // bitwise, stage 0 too (the host tier's stage 1 stands for it)
+    EXPECT_EQ(device.val_loss, host.val_loss);
+    EXPECT_LT(device.persistent_bytes, train(on_device(testing::tiny_tier_run(stage, 1)), *comm, quiet).persistent_bytes);
+  }
+}
+
+TEST(CompressedStatesTraining, AResumeMovesTheStatesBetweenTiersBitwise) {
   auto comm = make_mpi_world();
   testing::TestDir mine, store;
   const std::string dir = all_gather_strings(*comm, mine.file("ckpt"))[0];
-  for (int stage : {1, 3}) {
-    SCOPED_TRACE("stage " + std::to_string(stage));
-    const TrainResult straight = train(compressed(stage, 8), *comm, quiet);
-    // Stage 1 saves from NVMe and resumes on the host tier; stage 3 the other way.
-    TrainOptions first = compressed(stage, 4), second = compressed(stage, 8);
-    (stage == 1 ? first : second) = on_nvme(stage == 1 ? first : second, store.path());
-    first.save_dir = second.save_dir = dir + std::to_string(stage);
+  struct Move {
+    int stage;
+    Tier from, to;
+  };
+  for (const Move& mv : {Move{1, Tier::nvme, Tier::host}, Move{3, Tier::host, Tier::nvme},
+                         Move{2, Tier::device, Tier::host}, Move{3, Tier::host, Tier::device}}) {
+    SCOPED_TRACE("stage " + std::to_string(mv.stage) + ", " + tier_name(mv.from) + " to " + tier_name(mv.to));
+    const TrainResult straight = train(compressed(mv.stage, 8), *comm, quiet);
+    auto place = [&](TrainOptions o, Tier t) {
+      return t == Tier::nvme ? on_nvme(o, store.path()) : t == Tier::device ? on_device(o) : o;
+    };
+    TrainOptions first = place(compressed(mv.stage, 4), mv.from), second = place(compressed(mv.stage, 8), mv.to);
+    first.save_dir = second.save_dir = dir + tier_name(mv.from) + tier_name(mv.to) + std::to_string(mv.stage);
     first.save_every = 4;
     train(first, *comm, quiet);
     second.resume = "latest";
     const TrainResult resumed = train(second, *comm, quiet);
     ASSERT_EQ(resumed.losses.size(), 4u);
-    for (std::size_t k = 0; k < 4; ++k)
-      EXPECT_EQ(resumed.losses[k], straight.losses[4 + k]) << "step " << 5 + k;
+    for (std::size_t k = 0; k < 4; ++k) EXPECT_EQ(resumed.losses[k], straight.losses[4 + k]) << "step " << 5 + k;
     EXPECT_EQ(resumed.val_loss, straight.val_loss);
   }
 }
