@@ -1,6 +1,7 @@
 // Training on the cuda device (one rank): 20 steps of a small GPT against the same run on the cpu
 // backend within a stated tolerance, and the ZeRO contracts on the GPU (stages 0-3, and the optimizer on
-// the device, the host tier or NVMe) bitwise among themselves. Skips without a GPU.
+// the device, the host tier or NVMe, in fp32 and compressed states) bitwise among themselves. Skips
+// without a GPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -98,6 +99,29 @@ TEST_F(CudaTrain, TheOptimizerOnTheHostOrNvmeGivesBitwiseTheLossesOfTheDevice) {
     o.offload.nvme_paths = {dir.path()};
     const TrainResult nvme = train(o, *comm_, quiet);
     EXPECT_EQ(nvme.losses, device.losses) << "nvme offload, stage " << stage;
+  }
+}
+
+// Compressed optimizer states (issue 36): the GPU's adamw_compressed is built to give the CPU Adam's bits
+// (codes, absmax, moments, the bf16 master's stochastic rounding), so int8 moments with a bf16-sr master on
+// the device train bitwise like the same states on the host tier and on NVMe (clipping off, as above).
+TEST_F(CudaTrain, CompressedStatesOnTheGpuGiveBitwiseTheLossesOfTheHostTierAndNvme) {
+  testing::TestDir dir;
+  for (int stage : {2, 3}) {
+    TrainOptions o = small(DeviceKind::cuda, DType::bf16, stage);
+    o.adam.grad_clip = 0;
+    o.offload.optimizer_states = MomentFormat::int8;
+    o.offload.master_weights = MasterFormat::bf16_sr;
+    const TrainResult device = train(o, *comm_, quiet);
+    o.offload.optimizer = Tier::host;
+    if (stage == 3) o.offload.param = Tier::host;
+    const TrainResult host = train(o, *comm_, quiet);
+    EXPECT_EQ(host.losses, device.losses) << "int8 + bf16-sr, cpu offload, stage " << stage;
+    o.offload.optimizer = Tier::nvme;
+    if (stage == 3) o.offload.param = Tier::nvme;
+    o.offload.nvme_paths = {dir.path()};
+    const TrainResult nvme = train(o, *comm_, quiet);
+    EXPECT_EQ(nvme.losses, device.losses) << "int8 + bf16-sr, nvme offload, stage " << stage;
   }
 }
 
