@@ -264,8 +264,11 @@ std::string MemoryPlan::compressed_line() const {
   }
   char b[240];
   // On NVMe these bytes are also what a step reads and writes back (each once).
-  const std::string where =
-      in_file(in.offload.optimizer) ? "on nvme (read and written once a step)" : "on the host tier";
+  const Tier t = in.offload.optimizer;
+  const std::string where = in_file(t)        ? "on nvme (read and written once a step)"
+                            : on_device(t)    ? "on the device"
+                            : t == Tier::host ? "on the host tier"
+                                              : "on " + tier_name(t);
   std::snprintf(b, sizeof b, "  (optimizer states %s, master %s: %s %s, %s in fp32: %.3fx)\n",
                 std::string(moment_format_name(in.offload.optimizer_states)).c_str(),
                 std::string(master_format_name(in.offload.master_weights)).c_str(),
