@@ -3,7 +3,8 @@
 # ZeRO stage 3 with optimizer and parameters on NVMe (micro-batch 2), it is resumed at 4 ranks as
 # written, at 2 ranks at stage 1 (micro-batch 4) and at 1 rank at stage 0 (micro-batch 8): the same
 # global batch of 8 sequences, so the next 5 losses must match the 4-rank continuation within 1e-5
-# relative (only the order of the sums over ranks differs). Exits 0 when they do.
+# relative (only the order of the sums over ranks differs). Exits 0 when they do. TZ_RESHARD_FLAGS adds
+# flags to every run (compressed states: int8 moments and a bf16-sr master, on NVMe, then on the device).
 # usage: ckpt_reshard.sh MPIEXEC -- TIERZERO   (MPIEXEC takes -np N after it; as root, the environment
 # must allow mpirun as root)
 set -u
@@ -14,7 +15,9 @@ tierzero=$1
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 run() { local log=$1; shift; "$@" > "$d/$log.log" 2>&1 || { cat "$d/$log.log"; exit 1; }; }
-common=(--log-every 0 --val-batches 1 --lr 1e-3)
+# TZ_RESHARD_FLAGS: flags every run adds (the states' formats: the same at every world size).
+read -r -a extra <<<"${TZ_RESHARD_FLAGS:-}"
+common=(--log-every 0 --val-batches 1 --lr 1e-3 "${extra[@]}")
 run write "${mpiexec[@]}" -np 4 "$tierzero" train "${common[@]}" --steps 10 --zero-stage 3 --micro-batch 2 \
   --offload-optimizer nvme --offload-param nvme --nvme-path "$d" --param-persistence-threshold 0 --save-dir "$d/ckpt"
 ck="$d/ckpt/step-00000010"
@@ -25,6 +28,7 @@ run np2 "${mpiexec[@]}" -np 2 "$tierzero" train "${common[@]}" --steps 15 --zero
   --resume "$ck" --metrics "$d/np2.jsonl"
 run np1 "$tierzero" train "${common[@]}" --steps 15 --zero-stage 0 --micro-batch 8 --resume "$ck" --metrics "$d/np1.jsonl"
 grep -h "resuming from" "$d"/np*.log
+grep -h "(optimizer states" "$d"/write.log "$d"/np*.log  # compressed states: each run's plan line
 losses() { grep '"step":' "$1" | grep -v val_loss | grep -o '"loss":[^,]*' | cut -d: -f2; }
 for n in 2 1; do
   paste <(losses "$d/np4.jsonl") <(losses "$d/np$n.jsonl") | awk -v n="$n" '
