@@ -4,9 +4,10 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "core/device_traits.h"
 #include "core/blockwise_quant.h"
+#include "core/device_traits.h"
 #include "core/error.h"
+#include "zero/numa_tier.h"
 #include "zero/optimizer_step.h"
 
 namespace tz {
@@ -265,10 +266,10 @@ std::string MemoryPlan::compressed_line() const {
   char b[240];
   // On NVMe these bytes are also what a step reads and writes back (each once).
   const Tier t = in.offload.optimizer;
-  const std::string where = in_file(t)        ? "on nvme (read and written once a step)"
-                            : on_device(t)    ? "on the device"
-                            : t == Tier::host ? "on the host tier"
-                                              : "on " + tier_name(t);
+  const std::string where = in_file(t)              ? "on nvme (read and written once a step)"
+                            : on_device(t)          ? "on the device"
+                            : tier_numa_node(t) < 0 ? "on the host tier"
+                                                    : "on " + tier_name(t);
   std::snprintf(b, sizeof b, "  (optimizer states %s, master %s: %s %s, %s in fp32: %.3fx)\n",
                 std::string(moment_format_name(in.offload.optimizer_states)).c_str(),
                 std::string(master_format_name(in.offload.master_weights)).c_str(),
