@@ -49,16 +49,16 @@ void encode_block(const float* x, std::size_t n, const QuantMap& map, std::uint8
 }  // namespace
 
 CompressedStates piece_states(const CompressedArrays& a, const StatePiece& p) {
-  const CompressedLayout& l = *a.layout;
+  const PieceBytes b = piece_bytes(*a.layout, p);
   CompressedStates s;
   s.moments = p.moments;
-  s.master = l.master;
-  s.p = a.master + p.begin * (l.master == MasterFormat::bf16_sr ? 2 : 4);
-  s.m = a.m + p.moment_byte;
-  s.v = a.v + p.moment_byte;
+  s.master = a.layout->master;
+  s.p = a.master + b.master_at;
+  s.m = a.m + b.codes_at;
+  s.v = a.v + b.codes_at;
   if (p.moments == MomentFormat::int8) {
-    s.m_absmax = reinterpret_cast<float*>(a.m + l.codes_bytes) + p.absmax;
-    s.v_absmax = reinterpret_cast<float*>(a.v + l.codes_bytes) + p.absmax;
+    s.m_absmax = reinterpret_cast<float*>(a.m + b.absmax_at);
+    s.v_absmax = reinterpret_cast<float*>(a.v + b.absmax_at);
   }
   return s;
 }
@@ -87,32 +87,35 @@ std::vector<StatePiece> CompressedLayout::split(std::size_t max) const {
 
 std::vector<std::pair<std::size_t, CompressedLayout>> cut_layout(const CompressedLayout& l, std::size_t max,
                                                                  std::size_t bytes) {
-  std::vector<std::pair<std::size_t, CompressedLayout>> out;
-  auto add = [](CompressedLayout& part, StatePiece q) {
+  // `part` with piece q added at its end: q rebased, and the part's sizes after it.
+  struct Grown {
+    StatePiece q;
+    std::size_t range, codes, absmax;
+  };
+  auto grow = [](const CompressedLayout& part, StatePiece q) {
     q.begin = part.range;
     q.moment_byte = part.codes_bytes;
     q.absmax = part.absmax_count;
-    part.codes_bytes = align_up(part.codes_bytes + q.count * element_bytes(q.moments), kPieceAlign);
-    if (q.moments == MomentFormat::int8) part.absmax_count += quant_blocks(q.count);
-    part.range += q.span;
-    part.pieces.push_back(q);
+    return Grown{q, part.range + q.span,
+                 align_up(part.codes_bytes + q.count * element_bytes(q.moments), kPieceAlign),
+                 part.absmax_count + (q.moments == MomentFormat::int8 ? quant_blocks(q.count) : 0)};
   };
+  auto add = [](CompressedLayout& part, const Grown& g) {
+    part.pieces.push_back(g.q);
+    part.range = g.range, part.codes_bytes = g.codes, part.absmax_count = g.absmax;
+  };
+  std::vector<std::pair<std::size_t, CompressedLayout>> out;
   for (const StatePiece& piece : l.split(max)) {
-    if (!out.empty()) {  // the part's bytes with the piece added
-      const CompressedLayout& part = out.back().second;
-      const std::size_t codes =
-          align_up(part.codes_bytes + piece.count * element_bytes(piece.moments), kPieceAlign);
-      const std::size_t absmax =
-          part.absmax_count + (piece.moments == MomentFormat::int8 ? quant_blocks(piece.count) : 0);
-      const std::size_t master = (part.range + piece.span) * (l.master == MasterFormat::bf16_sr ? 2 : 4);
-      if (master + 2 * (codes + absmax * sizeof(float)) <= bytes) {
-        add(out.back().second, piece);
+    if (!out.empty()) {
+      const Grown g = grow(out.back().second, piece);
+      if (g.range * l.master_element_bytes() + 2 * (g.codes + g.absmax * sizeof(float)) <= bytes) {
+        add(out.back().second, g);
         continue;
       }
     }
     out.emplace_back(piece.begin, CompressedLayout{});
     out.back().second.master = l.master;
-    add(out.back().second, piece);
+    add(out.back().second, grow(out.back().second, piece));
   }
   return out;
 }
@@ -198,7 +201,7 @@ ShardPosition piece_position(const StatePiece& p, std::uint64_t run_seed, int gr
 }
 
 PieceBytes piece_bytes(const CompressedLayout& l, const StatePiece& p) {
-  const std::size_t mb = l.master == MasterFormat::bf16_sr ? 2 : 4;
+  const std::size_t mb = l.master_element_bytes();
   PieceBytes b;
   b.master_at = p.begin * mb;
   b.master = p.span * mb;

@@ -40,7 +40,8 @@ struct CompressedLayout {
   std::size_t absmax_count = 0;  // m's absmax floats (v's alike), after the codes
 
   bool empty() const { return pieces.empty(); }
-  std::size_t master_bytes() const { return range * (master == MasterFormat::bf16_sr ? 2 : 4); }
+  std::size_t master_element_bytes() const { return master == MasterFormat::bf16_sr ? 2 : 4; }
+  std::size_t master_bytes() const { return range * master_element_bytes(); }
   std::size_t moment_array_bytes() const { return codes_bytes + absmax_count * sizeof(float); }
   // The pieces cut so that none holds more than `max` tensor elements, each cut on a 256-block of its
   // tensor (max below 256 cuts nothing: the caller's max is then at least the range).
