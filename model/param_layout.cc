@@ -16,6 +16,10 @@ std::size_t add_tensor(GroupSpec& g, std::string name, std::string hf_name, std:
   t.count = 1;
   for (auto d : t.shape) t.count *= std::size_t(d);
   t.decay = decay;
+  t.packed = packed;
+  const bool follows_packed = !g.tensors.empty() && g.tensors.back().packed;
+  if (t.count >= kBlockAlignElements && !follows_packed)
+    g.count = (g.count + kBlockAlign - 1) / kBlockAlign * kBlockAlign;
   t.offset = g.count;
   g.count += t.count;
   if (!packed) g.count = (g.count + kTensorAlign - 1) / kTensorAlign * kTensorAlign;

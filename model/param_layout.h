@@ -1,7 +1,9 @@
 // Where every parameter of a model lives: one flat group per transformer block, plus the embedding group
 // first and the final norm's last (the family decides what is in them: model/model_family.h). Tensors
-// inside a group are aligned to kTensorAlign elements. Gradients and optimizer states use the same
-// layout, so ZeRO can shard a group without model code.
+// inside a group are aligned to kTensorAlign elements, and those of kBlockAlignElements or more to
+// kBlockAlign, so that shards cut on multiples of kBlockAlign never split an int8 optimizer state's
+// quantization block (core/blockwise_quant.h). Gradients and optimizer states use the same layout, so
+// ZeRO can shard a group without model code.
 #pragma once
 
 #include <cstddef>
@@ -14,6 +16,11 @@
 namespace tz {
 
 inline constexpr std::size_t kTensorAlign = 16;  // elements: 64 bytes in fp32, 32 in bf16
+// A tensor of kBlockAlignElements or more starts on a multiple of kBlockAlign elements (unless it follows a
+// packed one): the int8 moments' block and the least tensor they quantize (core/adam_compressed.h, a test
+// pins the pair), whatever format a run chooses, so the layout and its checkpoints do not depend on it.
+inline constexpr std::size_t kBlockAlign = 256;
+inline constexpr std::size_t kBlockAlignElements = 4096;
 
 struct TensorSpec {
   std::string name;                   // the family's name for it, e.g. GPT-2's "h.0.ln_1.weight"
@@ -26,6 +33,7 @@ struct TensorSpec {
   // biases or LayerNorm parameters, the Hugging Face Trainer / nanoGPT convention). The optimizer reads
   // this and asks the model nothing.
   bool decay = false;
+  bool packed = false;  // the next tensor follows it without alignment padding (add_tensor)
 };
 
 enum class GroupKind { embedding, block, final_norm };
@@ -38,9 +46,10 @@ struct GroupSpec {
   std::size_t count = 0;  // elements including alignment padding
 };
 
-// Appends a tensor at the group's end and returns its offset; hf_shape empty: the same as shape. The
-// group's end is then aligned to kTensorAlign, unless `packed`: the next tensor starts right after this
-// one (tensors a product reads as one matrix, as Llama's q/k/v).
+// Appends a tensor at the group's end and returns its offset; hf_shape empty: the same as shape. A tensor
+// of kBlockAlignElements or more starts on a multiple of kBlockAlign, unless the one before it is packed.
+// The group's end is then aligned to kTensorAlign, unless `packed`: the next tensor starts right after
+// this one (tensors a product reads as one matrix, as Llama's q/k/v).
 std::size_t add_tensor(GroupSpec& g, std::string name, std::string hf_name, std::vector<std::int64_t> shape,
                        std::vector<std::int64_t> hf_shape, bool decay, bool packed = false);
 

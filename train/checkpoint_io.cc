@@ -16,6 +16,20 @@ CheckpointReader::CheckpointReader(std::string dir) : dir_(std::move(dir)), m_(r
   for (auto& p : pieces_)
     std::sort(p.begin(), p.end(), [](const Piece& a, const Piece& b) { return a.begin < b.begin; });
   files_.resize(m_.files.size());
+  // The manifest's tensors were checked against the model's (manifest_from_json): same count, in order.
+  const ParamLayout layout = ParamLayout::build(m_.model);
+  moved_.resize(m_.groups.size());
+  for (std::size_t g = 0; g < m_.groups.size(); ++g) {
+    const GroupSpec& lg = layout.groups[g];
+    const CheckpointGroup& cg = m_.groups[g];
+    counts_.push_back(lg.count);
+    bool same = cg.count == lg.count;
+    for (std::size_t k = 0; k < cg.stored.size(); ++k)
+      same = same && cg.stored[k].offset == lg.tensors[k].offset;
+    if (!same)
+      for (std::size_t k = 0; k < cg.stored.size(); ++k)
+        moved_[g].push_back({lg.tensors[k].offset, cg.stored[k].offset, lg.tensors[k].count});
+  }
 }
 
 CheckpointReader::~CheckpointReader() = default;
@@ -32,8 +46,25 @@ const InputFile& CheckpointReader::file(std::size_t i) const {
 }
 
 void CheckpointReader::read(int g, StateArray a, std::uint64_t begin, std::uint64_t n, float* out) const {
-  TZ_CHECK(g >= 0 && std::size_t(g) < pieces_.size() && begin <= m_.groups[g].count && n <= m_.groups[g].count - begin,
+  TZ_CHECK(g >= 0 && std::size_t(g) < pieces_.size() && begin <= counts_[g] && n <= counts_[g] - begin,
            "checkpoint read of group ", g, " elements [", begin, ", +", n, ") is out of range");
+  if (moved_[g].empty()) return read_stored(g, a, begin, n, out);
+  std::fill(out, out + n, 0.0f);
+  const std::uint64_t end = begin + n;
+  for (const Moved& t : moved_[g]) {
+    const std::uint64_t lo = std::max(begin, t.to), hi = std::min(end, t.to + t.count);
+    if (lo < hi) read_stored(g, a, t.from + (lo - t.to), hi - lo, out + (lo - begin));
+  }
+}
+
+bool CheckpointReader::relaid() const {
+  for (const auto& g : moved_)
+    if (!g.empty()) return true;
+  return false;
+}
+
+void CheckpointReader::read_stored(int g, StateArray a, std::uint64_t begin, std::uint64_t n,
+                                   float* out) const {
   const auto& ps = pieces_[g];
   // The last piece starting at or before `begin`; the manifest's validation (validate_manifest_layout)
   // guarantees the pieces tile the group and lie inside their files.

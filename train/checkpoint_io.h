@@ -25,8 +25,13 @@ class CheckpointReader {
 
   const std::string& dir() const { return dir_; }
   const CheckpointManifest& manifest() const { return m_; }
-  // Copies elements [begin, begin + n) of group g's array (global element indices) into out.
+  // Copies elements [begin, begin + n) of group g's array into out, in the global element indices of the
+  // model's layout as this build lays it out (ParamLayout::build). A checkpoint written under another
+  // alignment of the layout is read tensor by tensor from where its manifest puts them, the padding
+  // between them as zeros.
   void read(int g, StateArray a, std::uint64_t begin, std::uint64_t n, float* out) const;
+  // Whether some group is read tensor by tensor (written under another alignment of the layout).
+  bool relaid() const;
   // Recomputes file i's XXH3-64 reading 4 MiB at a time; throws naming the file when it differs.
   void verify_file(std::size_t i, Progress* progress = nullptr) const;
   // Every file's checksum, with a progress line over all their bytes.
@@ -37,11 +42,19 @@ class CheckpointReader {
     std::uint64_t begin, count, offset;
     std::size_t file;
   };
+  // A tensor at `to` in the layout and `from` in the files.
+  struct Moved {
+    std::uint64_t to, from, count;
+  };
   const InputFile& file(std::size_t i) const;
+  // read() in the files' own element indices.
+  void read_stored(int g, StateArray a, std::uint64_t begin, std::uint64_t n, float* out) const;
 
   std::string dir_;
   CheckpointManifest m_;
   std::vector<std::vector<Piece>> pieces_;  // per group, sorted by begin
+  std::vector<std::uint64_t> counts_;       // per group, the layout's elements
+  std::vector<std::vector<Moved>> moved_;   // per group; empty where the files hold the layout as it is
   mutable std::vector<std::unique_ptr<InputFile>> files_;
 };
 

@@ -92,8 +92,11 @@ std::uint64_t parse_hex64(const std::string& s, const std::string& what) {
   return std::strtoull(s.c_str(), nullptr, 16);
 }
 
-// The groups are the model's layout, name by name and count by count: a reader may then take tensor
-// offsets from the model (as the export does) and trust them inside the groups.
+// The groups are the model's layout, name by name and tensor by tensor: each tensor where the manifest
+// says, of the model's size, inside its group and after the one before it (a checkpoint written under
+// another alignment of the layout is read tensor by tensor: CheckpointReader); a manifest that lists no
+// tensors must have the model's group sizes. A reader may then take tensor offsets from the model (as the
+// export does) and trust them inside the groups.
 void model_matches_groups(const CheckpointManifest& m, const std::string& src) {
   // Every family has a group per layer and more: n_layer below the groups listed bounds the layout's size
   // before it is built.
@@ -102,10 +105,27 @@ void model_matches_groups(const CheckpointManifest& m, const std::string& src) {
   const ParamLayout layout = ParamLayout::build(m.model);
   TZ_CHECK(m.groups.size() == layout.groups.size(), src, ": 'groups' lists ", m.groups.size(),
            " groups, but a model of 'model.n_layer' ", m.model.n_layer, " has ", layout.groups.size(), kDamaged);
-  for (std::size_t g = 0; g < m.groups.size(); ++g)
-    TZ_CHECK(m.groups[g].name == layout.groups[g].name && m.groups[g].count == layout.groups[g].count, src,
-             ": groups[", g, "] is ", m.groups[g].name, " of ", m.groups[g].count, " elements, but the model's is ",
-             layout.groups[g].name, " of ", layout.groups[g].count, kDamaged);
+  for (std::size_t g = 0; g < m.groups.size(); ++g) {
+    const CheckpointGroup& cg = m.groups[g];
+    const GroupSpec& lg = layout.groups[g];
+    TZ_CHECK(cg.name == lg.name && (!cg.stored.empty() || cg.count == lg.count), src, ": groups[", g, "] is ",
+             cg.name, " of ", cg.count, " elements, but the model's is ", lg.name, " of ", lg.count,
+             kDamaged);
+    if (cg.stored.empty()) continue;
+    TZ_CHECK(cg.stored.size() == lg.tensors.size(), src, ": groups[", g, "] (", cg.name, ") lists ",
+             cg.stored.size(), " tensors, but the model's has ", lg.tensors.size(), kDamaged);
+    std::uint64_t end = 0;
+    for (std::size_t k = 0; k < cg.stored.size(); ++k) {
+      const StoredTensor& t = cg.stored[k];
+      TZ_CHECK(t.count == lg.tensors[k].count && t.offset >= end && t.offset <= cg.count &&
+                   t.count <= cg.count - t.offset,
+               src, ": groups[", g, "].tensors[", k, "] (", lg.tensors[k].name, ") holds ", t.count,
+               " elements from offset ", t.offset, "; the model's tensor has ", lg.tensors[k].count,
+               ", and it must lie after the one before it (", end, ") inside the group's ", cg.count,
+               kDamaged);
+      end = t.offset + t.count;
+    }
+  }
 }
 
 // Every key manifest_to_json writes (and checkpoints of earlier versions hold a subset of them).
@@ -284,8 +304,30 @@ CheckpointManifest manifest_from_json(const json& j, const std::string& src) {
   m.schedule = f.at("schedule");
   const json& groups = f.array("groups");
   for (std::size_t g = 0; g < groups.size(); ++g) {
-    Fields gf(groups[g], src, "groups[" + std::to_string(g) + "]");
-    m.groups.push_back({gf.str("name"), gf.u64("count")});
+    const std::string at = "groups[" + std::to_string(g) + "]";
+    Fields gf(groups[g], src, at);
+    CheckpointGroup cg;
+    cg.name = gf.str("name"), cg.count = gf.u64("count");
+    if (groups[g].contains("tensors")) {
+      const json& ts = gf.array("tensors");
+      for (std::size_t k = 0; k < ts.size(); ++k) {
+        const std::string where = at + ".tensors[" + std::to_string(k) + "]";
+        Fields tf(ts[k], src, where);
+        StoredTensor t{tf.u64("offset"), 1};
+        const json& shape = tf.array("shape");
+        for (const json& d : shape) {
+          // Each extent under 2^40 and the product under 2^62: no overflow, and far beyond any group.
+          TZ_CHECK(d.is_number_unsigned() && d.get<std::uint64_t>() < (std::uint64_t(1) << 40) &&
+                       (d.get<std::uint64_t>() == 0 ||
+                        t.count <= (std::uint64_t(1) << 62) / d.get<std::uint64_t>()),
+                   src, ": '", where, ".shape' must list whole numbers below 2^40, got ", shown(shape),
+                   kDamaged);
+          t.count *= d.get<std::uint64_t>();
+        }
+        cg.stored.push_back(t);
+      }
+    }
+    m.groups.push_back(std::move(cg));
   }
   const json& files = f.array("files");
   TZ_CHECK(files.size() == std::size_t(m.world), src, ": 'files' lists ", files.size(),

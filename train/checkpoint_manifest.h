@@ -35,12 +35,21 @@ struct CheckpointFile {
   std::vector<CheckpointSection> sections;
 };
 
+// Where a tensor's elements lie in its group as the checkpoint stores them.
+struct StoredTensor {
+  std::uint64_t offset = 0, count = 0;
+};
+
 struct CheckpointGroup {
   std::string name;
   std::uint64_t count = 0;  // elements (the layout's, alignment padding included; no shard padding)
   // For readers: each tensor's Hugging Face name, shape as stored (wte with padded rows) and offset in the
-  // group. Written from the model's layout; a loader checks the model instead.
+  // group. Written from the model's layout.
   nlohmann::json tensors = nlohmann::json::array();
+  // Read back from `tensors`: each tensor's offset and count, in the layout's order (empty where a manifest
+  // lists none). A checkpoint written under another alignment of the layout (before kBlockAlign) is read
+  // through them, tensor by tensor (CheckpointReader).
+  std::vector<StoredTensor> stored;
 };
 
 struct CheckpointManifest {

@@ -77,10 +77,11 @@ std::unique_ptr<CheckpointReader> open_resume(const std::string& dir, const Trai
     const ParamLayout layout = ParamLayout::build(opt.model);
     TZ_CHECK(layout.groups.size() == m.groups.size(), "checkpoint ", dir, " has ", m.groups.size(),
              " parameter groups; this model has ", layout.groups.size());
+    // Its groups' sizes may differ from the layout's: the manifest's tensors were checked against the model
+    // as it was read, and the reader reads them from where they are (CheckpointReader::read).
     for (std::size_t g = 0; g < m.groups.size(); ++g)
-      TZ_CHECK(layout.groups[g].name == m.groups[g].name && layout.groups[g].count == m.groups[g].count, "checkpoint ",
-               dir, " group ", g, " is ", m.groups[g].name, " of ", m.groups[g].count, " elements; this model's is ",
-               layout.groups[g].name, " of ", layout.groups[g].count);
+      TZ_CHECK(layout.groups[g].name == m.groups[g].name, "checkpoint ", dir, " group ", g, " is ",
+               m.groups[g].name, "; this model's is ", layout.groups[g].name);
     // A checkpoint written before the sampled identity is compared in its own (first and last MiB) form.
     const std::string data = data_identity_as_recorded(m.data_identity, opt.data);
     TZ_CHECK(data == m.data_identity, "checkpoint ", dir, " was trained on data (", m.data_identity,
@@ -106,6 +107,10 @@ std::unique_ptr<CheckpointReader> open_resume(const std::string& dir, const Trai
     log("resuming from " + dir + " (step " + std::to_string(m.step) + ", written by " + std::to_string(m.world) +
         " rank" + (m.world == 1 ? "" : "s") + " at ZeRO stage " + std::to_string(m.stage) + ", optimizer on " +
         m.offload_optimizer + ", params on " + m.offload_param + "; checksums verified)");
+    if (r->relaid())
+      log("checkpoint " + dir +
+          " was written under an earlier alignment of the parameter layout: its tensors are "
+          "read from where its manifest puts them");
     const std::string converting = conversion_note(dir, checkpoint_formats(m), run_formats(opt));
     if (!converting.empty()) log(converting);
     if (m.dtype != std::string(dtype_name(opt.dtype)))

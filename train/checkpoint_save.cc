@@ -100,7 +100,8 @@ CheckpointManifest make_manifest(const TrainOptions& opt, Engine& engine, int wo
                 {"schedule", lr_schedule_name(opt.lr.schedule)},
                 {"steps", opt.steps}};
   for (const GroupSpec& g : plan.layout.groups) {
-    CheckpointGroup cg{g.name, g.count, nlohmann::json::array()};
+    CheckpointGroup cg;
+    cg.name = g.name, cg.count = g.count;
     for (const TensorSpec& t : g.tensors)
       cg.tensors.push_back({{"name", "transformer." + t.name}, {"shape", t.shape}, {"offset", t.offset}});
     m.groups.push_back(std::move(cg));

@@ -14,6 +14,11 @@
 namespace tz {
 namespace {
 
+// The layout starts every tensor that int8 moments quantize on a block (model/param_layout.h), so that
+// shards on multiples of a block never cut one.
+static_assert(kBlockAlign == kQuantBlock && kBlockAlignElements == kCompressedMinElements,
+              "the layout's block alignment is the int8 moments' block and least tensor");
+
 constexpr std::size_t kPieceAlign = 64;  // bytes: each piece's moments start on a cache line
 
 std::size_t align_up(std::size_t n, std::size_t a) { return (n + a - 1) / a * a; }
@@ -138,11 +143,14 @@ CompressedLayout compressed_layout(const GroupSpec& spec, Shard range, MomentFor
     p.decay = ts.decay;
     p.moments = moment_format_for(ts.count, moments);
     if (p.moments == MomentFormat::int8)
-      TZ_CHECK(p.in_tensor % kQuantBlock == 0 && (b == ts.offset + ts.count || (b - ts.offset) % kQuantBlock == 0),
-               "--optimizer-states int8: ", who, " cuts tensor ", ts.name, " of ", ts.count, " elements at element ",
-               p.in_tensor % kQuantBlock ? p.in_tensor : b - ts.offset, ", inside a block of ", kQuantBlock,
-               " (the shards are equal slices of each flat group, and this tensor does not start on a block); "
-               "use --optimizer-states bf16, or a world size or ZeRO stage 0 that keeps whole blocks");
+      TZ_CHECK(
+          p.in_tensor % kQuantBlock == 0 && (b == ts.offset + ts.count || (b - ts.offset) % kQuantBlock == 0),
+          "--optimizer-states int8: ", who, " cuts tensor ", ts.name, " of ", ts.count,
+          " elements at element ", p.in_tensor % kQuantBlock ? p.in_tensor : b - ts.offset,
+          ", inside a block of ", kQuantBlock,
+          " (the shards are equal slices of each flat group, and this tensor follows a packed one, so the "
+          "layout could not start it on a block); "
+          "use --optimizer-states bf16, or a world size or ZeRO stage 0 that keeps whole blocks");
     p.moment_byte = l.codes_bytes;
     l.codes_bytes = align_up(l.codes_bytes + p.count * element_bytes(p.moments), kPieceAlign);
     p.absmax = l.absmax_count;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 
@@ -127,7 +128,11 @@ TEST(LlamaFamily, EveryPresetIsPlanned) {
     in.zero.stage = 3;
     in.world = 8;
     const MemoryPlan p = plan_memory(in);
-    EXPECT_EQ(p.layout.total, in.model.num_parameters()) << name;  // no tensor needs alignment padding
+    // Only the padding that starts a large tensor on a block (model/param_layout.h): under 0.01%.
+    EXPECT_GE(p.layout.total, in.model.num_parameters()) << name;
+    EXPECT_LE(p.layout.total - in.model.num_parameters(),
+              std::max<std::size_t>(4096, in.model.num_parameters() / 10000))
+        << name;
     EXPECT_GT(p.total(Tier::device), 2 * in.model.num_parameters() / 8) << name;       // its bf16 shard at least
   }
 }

@@ -269,9 +269,32 @@ TEST_F(DamagedCheckpoint, AManifestWithAHoleInAGroupIsRefused) {
   std::ofstream(step + "/manifest.json") << j.dump();
   const std::string e = error_of(resume_from(step));
   EXPECT_NE(e.find("checkpoint " + step + " is damaged, and nothing was deleted"), std::string::npos) << e;
-  EXPECT_NE(e.find("files[0] (rank-00000.bin) bytes [245760, 845568) belong to no section; the checkpoint is "
+  EXPECT_NE(e.find("files[0] (rank-00000.bin) bytes [245760, 848640) belong to no section; the checkpoint is "
                    "damaged: resume from another checkpoint"),
             std::string::npos)
+      << e;
+}
+
+// The manifest's tensor offsets are trusted only where they lie in order inside the group (a checkpoint of an
+// earlier layout is read from them): one moved onto the tensor before it, or a shape whose product would
+// overflow, is damage.
+TEST_F(DamagedCheckpoint, AManifestWhoseTensorsOverlapOrOverflowIsRefused) {
+  const std::string text = bytes_of(step + "/manifest.json");
+  auto j = nlohmann::json::parse(text);
+  const std::string second = j["groups"][1]["tensors"][1]["name"];
+  j["groups"][1]["tensors"][1]["offset"] = 0;
+  std::ofstream(step + "/manifest.json") << j.dump();
+  std::string e = error_of(resume_from(step));
+  EXPECT_NE(e.find("groups[1].tensors[1] (" + second.substr(std::string("transformer.").size()) + ") holds "),
+            std::string::npos)
+      << e;
+  EXPECT_NE(e.find("it must lie after the one before it"), std::string::npos) << e;
+  EXPECT_NE(e.find("the checkpoint is damaged: resume from another checkpoint"), std::string::npos) << e;
+  j = nlohmann::json::parse(text);
+  j["groups"][1]["tensors"][2]["shape"] = {std::uint64_t(1) << 39, std::uint64_t(1) << 39};
+  std::ofstream(step + "/manifest.json") << j.dump();
+  e = error_of(resume_from(step));
+  EXPECT_NE(e.find("'groups[1].tensors[2].shape' must list whole numbers below 2^40"), std::string::npos)
       << e;
 }
 

@@ -82,9 +82,27 @@ TEST(CompressedStates, Int8ShardsHoldWholeBlocksOfEveryTensorThatStartsOnOne) {
   EXPECT_TRUE(f.compressed.empty());
 }
 
-TEST(CompressedStates, AShardThatCutsAnInt8BlockIsRefusedNamingTheTensor) {
+// The layout starts a tensor of 4096 elements or more on a block even after a short one, so a shard on a
+// multiple of 256 holds whole blocks of it.
+TEST(CompressedStates, TheLayoutStartsAQuantizedTensorOnABlockSoNoShardCutsOne) {
   GroupSpec g;
   add_tensor(g, "a", "a", {64}, {}, false);
+  add_tensor(g, "w", "w", {64, 128}, {}, false);
+  add_tensor(g, "b", "b", {48}, {}, false);
+  add_tensor(g, "u", "u", {4096}, {}, false);
+  ASSERT_EQ(g.tensors[1].offset, 256u);
+  ASSERT_EQ(g.tensors[2].offset, 256u + 8192u);
+  ASSERT_EQ(g.tensors[3].offset, 256u + 8192u + 256u);
+  const CompressedLayout l =
+      compressed_layout(g, Shard{4096, 8192}, MomentFormat::int8, MasterFormat::fp32, "rank 1's shard of g");
+  for (const StatePiece& s : l.pieces)
+    if (s.moments == MomentFormat::int8) EXPECT_EQ(s.in_tensor % kQuantBlock, 0u) << s.tensor;
+}
+
+// Only a tensor after a packed one (read with it as one matrix) can start off a block.
+TEST(CompressedStates, AShardThatCutsAnInt8BlockIsRefusedNamingTheTensor) {
+  GroupSpec g;
+  add_tensor(g, "a", "a", {64}, {}, false, /*packed=*/true);
   add_tensor(g, "w", "w", {64, 128}, {}, true);  // 8192 elements from element 64: its blocks start off 256
   const std::string m = error_message(
       [&] { compressed_layout(g, Shard{4096, 4096}, MomentFormat::int8, MasterFormat::fp32, "rank 1's shard of g"); });
