@@ -29,11 +29,10 @@ int parse_node(const std::string& digits, const std::string& what, const std::st
 }  // namespace
 
 Tier numa_tier(int node) {
-  static std::mutex mu;
-  static std::map<int, Tier>* tiers = new std::map<int, Tier>;  // never destroyed, like the registry
+  static std::mutex mu;  // one registration per node, whichever thread asks first
   std::lock_guard<std::mutex> lock(mu);
-  const auto it = tiers->find(node);
-  if (it != tiers->end()) return it->second;
+  for (Tier t : tiers())
+    if (tier_traits(t).numa_node == node) return t;
   const std::string name = kPrefix + std::to_string(node);
   TierTraits tt;
   tt.name = name;
@@ -41,9 +40,8 @@ Tier numa_tier(int node) {
   tt.medium = TierMedium::host;
   tt.memory = register_host_pool(name, node);
   tt.budget_flag = "--numa-mem " + std::to_string(node) + "=SIZE";
-  const Tier t = register_tier(std::move(tt));
-  tiers->emplace(node, t);
-  return t;
+  tt.numa_node = node;
+  return register_tier(std::move(tt));
 }
 
 int parse_numa_name(const std::string& name, const std::string& what) {
@@ -51,10 +49,7 @@ int parse_numa_name(const std::string& name, const std::string& what) {
   return parse_node(name.substr(std::string(kPrefix).size()), what, name);
 }
 
-int tier_numa_node(Tier t) {
-  const TierTraits& tt = tier_traits(t);
-  return tt.medium == TierMedium::host ? host_pool_numa_node(tt.memory) : -1;
-}
+int tier_numa_node(Tier t) { return tier_traits(t).numa_node; }
 
 std::map<int, std::size_t> parse_numa_mem(const std::string& text) {
   std::map<int, std::size_t> out;

@@ -18,12 +18,12 @@ struct Registry {
 Registry& registry() {
   static Registry* r = [] {
     auto* reg = new Registry;  // never destroyed, like the device kinds
+    reg->tiers.push_back(std::make_unique<TierTraits>(TierTraits{
+        "device", {"none", "device"}, TierMedium::device, MemoryKind::device, "--device-mem", -1}));
     reg->tiers.push_back(std::make_unique<TierTraits>(
-        TierTraits{"device", {"none", "device"}, TierMedium::device, MemoryKind::device, "--device-mem"}));
+        TierTraits{"host", {"cpu", "host"}, TierMedium::host, MemoryKind::pinned_host, "--host-mem", -1}));
     reg->tiers.push_back(std::make_unique<TierTraits>(
-        TierTraits{"host", {"cpu", "host"}, TierMedium::host, MemoryKind::pinned_host, "--host-mem"}));
-    reg->tiers.push_back(std::make_unique<TierTraits>(
-        TierTraits{"nvme", {"nvme"}, TierMedium::file, MemoryKind::pinned_host, "--nvme-mem"}));
+        TierTraits{"nvme", {"nvme"}, TierMedium::file, MemoryKind::pinned_host, "--nvme-mem", -1}));
     return reg;
   }();
   return *r;
@@ -39,6 +39,8 @@ Tier register_tier(TierTraits t) {
            "': only host-memory tiers can be registered (the device and nvme tiers are built in)");
   TZ_CHECK(t.memory != MemoryKind::device && t.memory != MemoryKind::pageable_host, "tier '", t.name,
            "' must live in pinned host memory or a registered host pool, not ", memory_kind_name(t.memory));
+  TZ_CHECK(t.numa_node == host_pool_numa_node(t.memory), "tier '", t.name, "' names NUMA node ", t.numa_node,
+           " but its memory, ", memory_kind_name(t.memory), ", is bound to ", host_pool_numa_node(t.memory));
   std::vector<std::string> names = t.offload_names;
   names.push_back(t.name);
   for (const auto& other : r.tiers) {

@@ -29,6 +29,7 @@ struct TierTraits {
   TierMedium medium = TierMedium::host;
   MemoryKind memory = MemoryKind::pinned_host;  // the allocator its buffers come from (not for a file tier)
   std::string budget_flag;                      // "--host-mem": named when the plan does not fit
+  int numa_node = -1;  // a numa:N tier's node (its pool is bound to it: zero/numa_tier.h); -1 for the others
 };
 
 // Registers a host tier (medium host: device and file tiers are built in) under names no other tier

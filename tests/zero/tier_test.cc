@@ -11,6 +11,7 @@
 #include "tests/common/error_message.h"
 #include "tests/common/second_host_tier.h"
 #include "zero/memory_plan.h"
+#include "zero/numa_tier.h"
 
 namespace tz {
 namespace {
@@ -70,10 +71,25 @@ TEST(Tiers, ARegistrationThatWouldBreakTheListIsRefusedByName) {
   EXPECT_TRUE(contains(refused({"cpu2", {"cpu"}, TierMedium::host, pool, "--cpu2-mem"}),
                        "offload device name 'cpu' is taken by tier 'host'"));
   EXPECT_TRUE(contains(refused({"", {}, TierMedium::host, pool, ""}), "a memory tier needs a name"));
+  // A tier's NUMA node is its pool's (numa_tier registers both): one that says otherwise is refused.
+  EXPECT_TRUE(contains(refused({"node3", {"node3"}, TierMedium::host, pool, "--node3-mem", 3}),
+                       "tier 'node3' names NUMA node 3 but its memory, refusals, is bound to -1"));
   EXPECT_TRUE(contains(testing::error_message([] { register_host_pool("device"); }),
                        "host memory pool name 'device' is a built-in memory kind"));
   EXPECT_TRUE(contains(testing::error_message([] { register_host_pool("refusals"); }),
                        "host memory pool 'refusals' is registered already"));
+}
+
+// numa:N is registered once per node, its node a field of its traits (no table beside the registry).
+TEST(Tiers, ANumaNodesTierIsRegisteredOnceWithItsNodeInItsTraits) {
+  const Tier a = numa_tier(5), b = numa_tier(5), c = numa_tier(6);
+  EXPECT_EQ(a, b);
+  EXPECT_NE(a, c);
+  EXPECT_EQ(tier_traits(a).numa_node, 5);
+  EXPECT_EQ(tier_numa_node(c), 6);
+  EXPECT_EQ(tier_name(a), "numa:5");
+  EXPECT_EQ(host_pool_numa_node(tier_traits(c).memory), 6);
+  for (Tier t : {Tier::device, Tier::host, Tier::nvme}) EXPECT_EQ(tier_numa_node(t), -1) << tier_name(t);
 }
 
 TEST(Tiers, PerTierHoldsOneValuePerTierIndexedByTheTier) {
