@@ -50,8 +50,10 @@ Engine::Engine(Device& dev, Stream& stream, Communicator& comm, const MemoryPlan
   if (plan.nvme_bytes) open_store();
   if (!plan.optimizer_swap.counts.empty())
     optimizer_swap_ = std::make_unique<OptimizerSwapper>(*store_, plan.optimizer_swap, planned);
-  if (plan.param_swap.any())
+  if (plan.param_swap.any()) {
     param_swap_ = std::make_unique<ParamSwapper>(*store_, plan.param_swap, plan.in.dtype, planned);
+    for (GroupState& g : groups_) g.params.held_by(param_swap_.get(), g.index);
+  }
   if (plan.placement.reduce) make_reducer(planned);
   if (plan.gathers.any()) make_gatherer(planned);
   optimizer_ =
@@ -120,8 +122,7 @@ void Engine::make_gatherer(PlannedBuffers& planned) {
   std::vector<const PlacedArray<std::uint8_t>*> params(groups_.size(), nullptr);
   for (GroupState& g : groups_) params[g.index] = &g.params;
   gatherer_ = std::make_unique<ParamGatherer>(dev_, stream_, comm_, plan_.map, plan_.placement, plan_.gathers,
-                                              std::move(params), param_swap_.get(),
-                                              plan_.in.zero.prefetch_bucket_size, planned);
+                                              std::move(params), plan_.in.zero.prefetch_bucket_size, planned);
 }
 
 void Engine::initialize(const GroupInit& init) {
@@ -136,13 +137,7 @@ void Engine::initialize(const GroupInit& init) {
     const GroupPlacement& gp = *g.place;
     const std::size_t p0 = gp.params_sharded ? g.shard.offset : 0,
                       pn = gp.params_sharded ? g.shard.count : g.shards.padded;
-    if (g.params.in_file()) {
-      param_swap_->initialize(g.index, values.data() + p0);
-    } else {
-      cast.resize(pn * dtype_size(g.working));
-      host_cast(cast.data(), g.working, values.data() + p0, pn);
-      be.copy_async(stream_, g.params.data(), cast.data(), cast.size());
-    }
+    g.params.initialize(be, stream_, values.data() + p0, pn, g.working, cast);
     const float* range = values.data() + gp.opt_range.offset;
     const std::size_t n = gp.opt_range.count;
     if (optimizer_swap_) optimizer_swap_->initialize(g.index, range);

@@ -252,42 +252,43 @@ void OptimizerStep::update_packed_on_device(GroupState& g, std::size_t begin, co
   be_.adamw_compressed(stream_, piece_step(p, adam, wd), piece_states(a, p), g.grad_at(begin), n,
                        piece_position(p, plan_.rounding_seed, g.index));
   // The working params from the master, on the device too.
-  std::uint8_t* out = g.params.on_device() ? g.params_at(lo) : device_params_out_.data();
+  std::uint8_t* at = g.params_at(lo);
+  std::uint8_t* out = g.params.device_out(at, device_params_out_.data());
   const std::uint8_t* master = a.master + piece_bytes(*a.layout, p).master_at;
   const DType md = a.layout->master == MasterFormat::bf16_sr ? DType::bf16 : DType::f32;
   if (md == g.working)
     be_.copy_async(stream_, out, master, n * es);
   else
     be_.cast(stream_, out, g.working, master, md, n);
-  if (!g.params.on_device()) params_down(g, begin, n, out);
+  if (out != at) params_down(g, begin, n, out);  // staged on the device: down to where they live
 }
 
 void OptimizerStep::params_down(GroupState& g, std::size_t begin, std::size_t n, const std::uint8_t* out) {
   const std::size_t lo = g.place->opt_range.offset + begin, es = dtype_size(g.working);
-  void* dst = g.params.in_host_memory() ? static_cast<void*>(g.params_at(lo)) : param_swap_->writeback_buffer();
+  std::uint8_t* at = g.params_at(lo);
+  std::uint8_t* dst = g.params.host_out(at, nullptr);  // off the device: host memory or the store's window
   computed_->record(stream_);
   computed_->wait(*down_);
   be_.copy_async(*down_, dst, out, n * es);
   down_done_->record(*down_);
   down_done_->synchronize();  // `out` is reused by the next piece; the write-back reads `dst`
-  if (g.params.in_file()) param_swap_->commit(g.index, begin, n);
+  g.params.host_wrote(be_, *up_, at, dst, n * es, begin, n);
 }
 
 void OptimizerStep::update_on_device(GroupState& g, std::size_t begin, std::size_t n, const AdamStep& adam,
                                      float wd) {
   const GroupPlacement& gp = *g.place;
   const std::size_t lo = gp.opt_range.offset + begin, es = dtype_size(g.working);
-  std::uint8_t* out = gp.master_is_params ? nullptr
-                      : g.params.on_device() ? g.params_at(lo)
-                                             : device_params_out_.data();
+  std::uint8_t* at = g.params_at(lo);
+  std::uint8_t* out = gp.master_is_params ? nullptr : g.params.device_out(at, device_params_out_.data());
   for_each_tensor(*g.spec, lo, n, [&](std::size_t off, std::size_t cnt, bool decay) {
     AdamStep s = adam;
     s.weight_decay = decay ? wd : 0.0f;
     be_.adamw(stream_, g.master_at(begin + off), g.m.data() + begin + off, g.v.data() + begin + off,
               g.grad_at(begin + off), cnt, s, out ? out + off * es : nullptr, g.working);
   });
-  // The shard lives off the device: bring the updated working params down to it.
-  if (!g.params.on_device()) params_down(g, begin, n, out);
+  // Staged on the device (the shard lives off it): bring the updated working params down to it.
+  if (out && out != at) params_down(g, begin, n, out);
 }
 
 void OptimizerStep::update_on_host(GroupState& g, std::size_t begin, std::size_t n, float* p, float* m,
@@ -308,10 +309,8 @@ void OptimizerStep::update_on_host(GroupState& g, std::size_t begin, std::size_t
     down_done_->synchronize();
   }
   // Compressed pieces write params in the store through block-aligned windows (write_params_window).
-  std::uint8_t* out = g.params.in_host_memory() ? g.params_at(lo)
-                      : g.params.in_file()
-                          ? (piece ? nullptr : static_cast<std::uint8_t*>(param_swap_->writeback_buffer()))
-                          : stage_params_.data();
+  std::uint8_t* at = g.params_at(lo);
+  std::uint8_t* out = piece && g.params.in_file() ? nullptr : g.params.host_out(at, stage_params_.data());
   {
     // States on a numa:N tier are updated in place by threads on the node's nearest CPUs.
     const int node = tier_numa_node(gp.master_home);
@@ -335,8 +334,7 @@ void OptimizerStep::update_on_host(GroupState& g, std::size_t begin, std::size_t
     up |= g.m.back_from_host(be_, *up_, g.m.data() + begin, m, n);
     up |= g.v.back_from_host(be_, *up_, g.v.data() + begin, v, n);
   }
-  up |= g.params.back_from_host(be_, *up_, g.params_at(lo), out, n * es);
-  if (g.params.in_file() && !piece) param_swap_->commit(g.index, begin, n);
+  if (out) up |= g.params.host_wrote(be_, *up_, at, out, n * es, begin, n);
   if (up) {  // the staging is reused by the next piece, and the compute stream reads what went up
     up_done_->record(*up_);
     up_done_->synchronize();

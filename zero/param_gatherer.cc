@@ -64,15 +64,14 @@ std::vector<BufferSpec> ParamGatherer::buffers(const GatherPlan& plan, DType dty
 
 ParamGatherer::ParamGatherer(Device& dev, Stream& stream, Communicator& comm, const ShardMap& map,
                              const Placement& place, const GatherPlan& plan,
-                             std::vector<const PlacedArray<std::uint8_t>*> params,
-                             ParamSwapper* nvme, std::size_t prefetch_elems, PlannedBuffers& planned)
+                             std::vector<const PlacedArray<std::uint8_t>*> params, std::size_t prefetch_elems,
+                             PlannedBuffers& planned)
     : dev_(dev),
       stream_(stream),
       comm_(comm),
       map_(map),
       place_(place),
       params_(std::move(params)),
-      nvme_(nvme),
       prefetch_elems_(prefetch_elems),
       held_group_(plan.held_group),
       copied_(dev.create_event()),
@@ -117,7 +116,7 @@ void ParamGatherer::launch_gather(Slot& slot) {
     slot.work = comm_.all_gather(shard.data(), slot.mem.data(), count, place_.working);
     return;
   }
-  const void* src = shard.in_host_memory() ? shard.data() : slot.staging.data();
+  const void* src = shard.host_in(slot.staging.data());
   slot.free->wait(*up_);  // the kernels that read the slot's previous group are done with it
   dev_.backend().copy_async(*up_, mine, src, bytes);
   copied_->record(*up_);
@@ -128,8 +127,8 @@ void ParamGatherer::launch_gather(Slot& slot) {
 void ParamGatherer::start_gather(int g, int s) {
   Slot& slot = slots_[s];
   slot.group = g;
-  if (params_[g]->in_file()) {  // staged by the parameter swapper first
-    slot.fetch = nvme_->fetch(g, slot.staging.data());
+  if (params_[g]->in_file()) {  // staged by its store first
+    slot.fetch = params_[g]->fetch(slot.staging.data());
     slot.fetching = true;
     pending_.push_back({s, acquires_});
     return;

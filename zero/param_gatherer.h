@@ -16,10 +16,9 @@
 #include "core/buffer_plan.h"
 #include "core/device.h"
 #include "model/param_provider.h"
-#include "zero/param_swapper.h"
+#include "zero/placed_array.h"
 #include "zero/placement.h"
 #include "zero/shard_map.h"
-#include "zero/placed_array.h"
 
 namespace tz {
 
@@ -37,10 +36,10 @@ GatherPlan plan_gathers(const ShardMap& map, const Placement& place, const ZeroO
 class ParamGatherer {
  public:
   // params[g]: this rank's shard of group g's working params, which knows where it lives (device or host
-  // memory, or an NVMe store that `nvme` reads it from). The slots ("gathered parameters ...") and NVMe
-  // staging come from `planned`.
+  // memory, or an NVMe store it is read from: PlacedArray::fetch). The slots ("gathered parameters ...") and
+  // NVMe staging come from `planned`.
   ParamGatherer(Device& dev, Stream& stream, Communicator& comm, const ShardMap& map, const Placement& place,
-                const GatherPlan& plan, std::vector<const PlacedArray<std::uint8_t>*> params, ParamSwapper* nvme,
+                const GatherPlan& plan, std::vector<const PlacedArray<std::uint8_t>*> params,
                 std::size_t prefetch_elems, PlannedBuffers& planned);
   ~ParamGatherer();
 
@@ -94,7 +93,6 @@ class ParamGatherer {
   const ShardMap& map_;
   const Placement& place_;
   std::vector<const PlacedArray<std::uint8_t>*> params_;
-  ParamSwapper* nvme_;
   std::size_t prefetch_elems_;
   int held_group_ = -1;
   std::vector<Slot> slots_;    // [0]: the held group's slot; [1..]: slots for every other group

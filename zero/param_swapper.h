@@ -10,6 +10,7 @@
 #include "core/buffer_plan.h"
 #include "offload/nvme_store.h"
 #include "zero/optimizer_swapper.h"
+#include "zero/placed_array.h"
 #include "zero/placement.h"
 
 namespace tz {
@@ -28,23 +29,25 @@ struct ParamSwapPlan {
 ParamSwapPlan plan_param_swap(const ShardMap& map, const Placement& place, std::uint64_t base,
                               std::size_t block, std::size_t chunk);
 
-class ParamSwapper {
+// The store of the working params' shards on NVMe (PlacedArray::held_by: the optimizer step, the gatherer
+// and the engine's initialisation reach it through the params' array).
+class ParamSwapper : public ArrayStore {
  public:
   ParamSwapper(NvmeStore& store, ParamSwapPlan plan, DType dtype, PlannedBuffers& planned);
-  ~ParamSwapper();
+  ~ParamSwapper() override;
 
   static std::vector<BufferSpec> buffers(const ParamSwapPlan& plan);
 
   // Writes group g's initial shard (fp32 values, cast to the working dtype; blocking, before step 1).
-  void initialize(int g, const float* values);
+  void initialize(int g, const float* values) override;
   // Starts reading group g's whole shard into dst (pinned, at least shard bytes page-rounded).
-  IoHandle fetch(int g, void* dst);
+  IoHandle fetch(int g, void* dst) override;
   std::size_t fetch_bytes(int g) const;
 
   // The write-back ring: a pinned buffer for n elements of a shard (waits, if needed, for the write
   // that last used it), then the asynchronous write of elements [begin, begin + n) of g's shard.
-  void* writeback_buffer();
-  void commit(int g, std::size_t begin, std::size_t n);
+  void* writeback_buffer() override;
+  void commit(int g, std::size_t begin, std::size_t n) override;
   // Waits for every write-back (end of the step).
   void drain();
 

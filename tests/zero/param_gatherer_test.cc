@@ -53,8 +53,8 @@ struct Fixture {
       where.push_back(&shards.back());
     }
     stream->synchronize();
-    gatherer = std::make_unique<ParamGatherer>(*dev, *stream, comm, map, place, plan, where, nullptr, prefetch,
-                                               *planned);
+    gatherer =
+        std::make_unique<ParamGatherer>(*dev, *stream, comm, map, place, plan, where, prefetch, *planned);
     planned->expect_all_taken();
   }
 
