@@ -48,6 +48,10 @@ std::string inspect_checkpoint(const std::string& path) {
      << "  loss scale " << m.engine.scaler.scale << "; schedule " << m.schedule.dump() << "\n"
      << "  " << m.files.size() << " data file" << (m.files.size() == 1 ? "" : "s") << ", " << bytes
      << " bytes: every checksum verified";
+  if (r.relaid())
+    os << "\n  layout: written before tensors of 4096+ elements started on 256-element blocks; read tensor "
+          "by "
+          "tensor from the manifest's offsets";
   return os.str();
 }
 

@@ -12,7 +12,10 @@ trap 'rm -rf "$d"' EXIT
 fail() { echo "old_checkpoint.sh: $*"; exit 1; }
 mkdir "$d/ckpt"  # a checkpoint tree of its own: the metrics go beside it, never into it
 cp -r "$fixture/step-00000002" "$d/ckpt/"
-"$tierzero" ckpt inspect "$d/ckpt/step-00000002" || fail "inspect failed"
+"$tierzero" ckpt inspect "$d/ckpt/step-00000002" > "$d/inspect.log" || { cat "$d/inspect.log"; fail "inspect failed"; }
+cat "$d/inspect.log"
+grep -q "layout: written before tensors of 4096+ elements started on 256-element blocks" "$d/inspect.log" ||
+  fail "inspect did not say the checkpoint's layout predates the block alignment"
 flags=$(/usr/bin/python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['flags'])" "$fixture/expected.json")
 # shellcheck disable=SC2086
 "$tierzero" train $flags --steps 4 --resume "$d/ckpt/step-00000002" --metrics "$d/m.jsonl" > "$d/train.log" 2>&1 ||
