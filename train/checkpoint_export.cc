@@ -49,9 +49,8 @@ std::string inspect_checkpoint(const std::string& path) {
      << "  " << m.files.size() << " data file" << (m.files.size() == 1 ? "" : "s") << ", " << bytes
      << " bytes: every checksum verified";
   if (r.relaid())
-    os << "\n  layout: written before tensors of 4096+ elements started on 256-element blocks; read tensor "
-          "by "
-          "tensor from the manifest's offsets";
+    os << "\n  layout: written before tensors of 4096+ elements started on 256-element blocks; "
+          "read tensor by tensor from the manifest's offsets";
   return os.str();
 }
 
