@@ -53,6 +53,9 @@
 # error being measured; the figures perf/README.md reports use 3. Before every run it waits (20 s at most)
 # until the machine's cores are 85% idle over half a second, so that what a run before left (the simulated
 # hosts' teardown, an NVMe file's write-back) is not measured.
+# With TZ_VALIDATE_DISK_BPS=N (bytes per second; as root, cgroup v1 blkio), the script and everything it starts
+# (the calibration included) run in a blkio cgroup that caps the NVMe folder's disk at N bytes/s each way: a
+# disk of one steady rate, where a VM's virtual disk moves by 2x from one second to the next (perf/README.md).
 set -euo pipefail
 build=${1:-build}
 work=${2:-$(mktemp -d /var/tmp/tz-validate.XXXXXX)}
@@ -86,6 +89,21 @@ for h in "$two_hosts" "$two_hosts_2" "$two_hosts_3" "$two_hosts_4" "$two_hosts_5
 done
 tz=$(cd "$build" && pwd)/launch/tierzero
 mkdir -p "$work/nvme"
+if [ -n "${TZ_VALIDATE_DISK_BPS:-}" ]; then
+  [[ "$TZ_VALIDATE_DISK_BPS" =~ ^[1-9][0-9]*$ ]] ||
+    { echo "validate_plan.sh: TZ_VALIDATE_DISK_BPS must be a whole number of bytes per second, not '$TZ_VALIDATE_DISK_BPS'" >&2; exit 2; }
+  dev=$(df --output=source "$work/nvme" | tail -1)
+  disk=$(lsblk -no PKNAME "$dev" 2>/dev/null | head -1)
+  majmin=$(lsblk -dno MAJ:MIN "${disk:+/dev/$disk}${disk:-$dev}" 2>/dev/null | tr -d ' ')
+  cg=/sys/fs/cgroup/blkio/tz-validate-$$
+  [ -n "$majmin" ] && mkdir -p "$cg" 2>/dev/null ||
+    { echo "validate_plan.sh: TZ_VALIDATE_DISK_BPS needs cgroup v1 blkio at /sys/fs/cgroup/blkio (as root) and a block device under $work/nvme ('$dev')" >&2; exit 2; }
+  echo "$majmin $TZ_VALIDATE_DISK_BPS" > "$cg/blkio.throttle.read_bps_device"
+  echo "$majmin $TZ_VALIDATE_DISK_BPS" > "$cg/blkio.throttle.write_bps_device"
+  echo $$ > "$cg/cgroup.procs"
+  trap 'echo $$ > /sys/fs/cgroup/blkio/cgroup.procs; rmdir "$cg" 2>/dev/null || true' EXIT
+  echo "disk: $majmin ($dev) capped at $TZ_VALIDATE_DISK_BPS bytes/s each way (blkio cgroup $cg)"
+fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 cores=$(getconf _NPROCESSORS_ONLN)  # not nproc: it obeys OMP_NUM_THREADS
 gpt=(--n-layer 6 --n-embd 384 --n-head 6 --vocab 256 --seq-len 128 --micro-batch 4)
