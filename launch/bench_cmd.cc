@@ -29,6 +29,7 @@
 #include "perf/numa_bench.h"
 #include "perf/offload_bench.h"
 #include "perf/step_bench.h"
+#include "zero/zero_options.h"
 
 namespace po = boost::program_options;
 
@@ -400,14 +401,26 @@ int bench_calibrate(const std::vector<std::string>& args) {
   Hardware h;
   if (f.network) {
     h = load_hardware(out);  // on every rank before measuring: a malformed file fails them alike
+    // The transport's temporaries first, before the rates' larger messages have made its buffers resident,
+    // in training's default pieces, as the node's are measured.
+    const std::size_t piece = ZeroOptions{}.comm_piece_bytes;
+    const double between = measure_comm_temporaries(*comm, piece);
+    if (between >= 0) {
+      if (h.memory.comm_piece_bytes != double(piece)) h.memory.comm.clear();  // measured at other pieces
+      h.memory.comm_piece_bytes = double(piece);
+      h.memory.comm_between_nodes = between;
+    }
     h.network = measure_collective_rates(dynamic_cast<MpiCommunicator&>(*comm));
     h.inter_gbs = h.network.all_reduce_gbs;
-    if (comm->rank() == 0)
+    if (comm->rank() == 0) {
+      char grew[96] = "not measured (the peak resident set cannot be reset here)";
+      if (between >= 0) std::snprintf(grew, sizeof grew, "%.2f MiB per rank", between / (1 << 20));
       std::printf(
           "network across %d nodes: reduce-scatter %.3g, all-gather %.3g, all-reduce %.3g GB/s bus, latency "
-          "%.0f us\n",
+          "%.0f us; communication temporaries %s\n",
           h.network.nodes, h.network.reduce_scatter_gbs, h.network.all_gather_gbs, h.network.all_reduce_gbs,
-          h.network.latency_us);
+          h.network.latency_us, grew);
+    }
   } else if (f.memory_only) {
     h = load_hardware(out);  // on every rank before measuring: a malformed file fails them alike
     const MemoryLines m = measure_memory_lines(o, comm.get());

@@ -150,6 +150,7 @@ int plan_command(const std::vector<std::string>& args) {
     }
     return 0;
   }
+  f.o.ranks_per_node = ranks_per_node;
   std::optional<Hardware> hw;
   if (!hardware.empty()) {
     hw = load_hardware(hardware);
@@ -157,6 +158,7 @@ int plan_command(const std::vector<std::string>& args) {
     hw->threads_per_rank = threads_per_rank;
     f.o.measured_memory = hw->memory;  // the machine planned for: its measured lines
     f.o.measured_memory_source = hardware;
+    f.o.ranks_per_node = hw->ranks_per_node;  // nodes of this many ranks (--ranks-per-node, else the file's)
     // Budgets not given on the command line are the hardware's: each device's memory, and each rank's
     // share of its node's host memory and NVMe.
     // Plan for the hardware's device (a GPU: no CPU matmul workspace), as train will allocate there.

@@ -100,6 +100,7 @@ int train_command(const std::vector<std::string>& args) {
   // One process per rank: under mpirun or srun --mpi=pmix the ranks talk over MPI; alone, no MPI.
   WorldInfo world = discover_world();
   derive_batch(f.o, world.size);  // --config's train_batch_size, at this world size (DeepSpeed's rule)
+  f.o.ranks_per_node = world.local_size;  // the plan's communication temporaries across nodes
   f.o.gpu = world.local_rank;  // a cuda rank's GPU: its local rank modulo the node's GPU count
   if (const char* job = std::getenv("SLURM_JOB_ID")) f.o.job_id = job;  // recorded in the save-dir's lock
   if (world.rank == 0) {  // what --config resolved or accepted with no effect, once for the job

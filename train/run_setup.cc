@@ -104,6 +104,7 @@ PlanInputs plan_inputs(const TrainOptions& opt, int world, int rank) {
   in.offload.rounding_seed = opt.seed;  // the stochastic rounding of bf16 states follows --seed
   in.world = world;
   in.rank = rank;
+  in.ranks_per_node = opt.ranks_per_node;
   in.budget = opt.offload.mem;
   in.budget[Tier::device] = opt.device_mem;
   in.data_bytes = data_loader_bytes(opt, world);

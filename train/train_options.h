@@ -81,6 +81,7 @@ struct TrainOptions {
   // the file they came from; not measured: lines of 0, said so in the plan.
   MemoryLines measured_memory;
   std::string measured_memory_source;
+  int ranks_per_node = 0;  // the launcher's ranks on this node (0: unknown, planned as one node)
   DeviceKind device = DeviceKind::cpu;
   bool tf32 = false;  // cuda: fp32 products may use TF32 (--tf32)
   // cuda: the attention's arithmetic (--attention-math): "auto" is bf16 tensor cores when the compute

@@ -182,6 +182,7 @@ nlohmann::json Hardware::to_json() const {
            for (const CommTemporaries& c : memory.comm) a.push_back({{"ranks", c.ranks}, {"bytes", c.bytes}});
            return a;
          }()},
+        {"comm_between_nodes_bytes", memory.comm_between_nodes},
         {"libraries_bytes", memory.libraries},
         {"libraries_products", memory.products},
         {"heap_allocator", memory.heap}}}};
@@ -406,6 +407,8 @@ Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
     };
     h.memory.comm_piece_bytes = field("comm_piece_bytes", 0, kMaxBytes, true);
     h.memory.libraries = field("libraries_bytes", -1, kMaxBytes, false);
+    h.memory.comm_between_nodes =
+        field("comm_between_nodes_bytes", -1, kMaxBytes, false);  // since issue 33's hosts
     h.memory.products = int(field("libraries_products", 0, 1 << 20, true));
     if (m.contains("heap_allocator")) {
       const nlohmann::json& a = m["heap_allocator"];
@@ -435,6 +438,9 @@ Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
     }
     TZ_CHECK(h.memory.comm.empty() || h.memory.comm_piece_bytes > 0, src,
              ": hardware field 'memory.comm_temporaries' needs the 'comm_piece_bytes' it was measured at");
+    TZ_CHECK(
+        h.memory.comm_between_nodes < 0 || h.memory.comm_piece_bytes > 0, src,
+        ": hardware field 'memory.comm_between_nodes_bytes' needs the 'comm_piece_bytes' it was measured at");
     TZ_CHECK(h.memory.libraries < 0 || h.memory.products > 0, src,
              ": hardware field 'memory.libraries_bytes' needs the 'libraries_products' it was measured over");
   }

@@ -38,6 +38,10 @@ struct CommTemporaries {
 struct MemoryLines {
   double comm_piece_bytes = 0;        // the pieces the communication lines were measured at
   std::vector<CommTemporaries> comm;  // one per world size measured, ascending; none: not measured
+  // The same growth with the ranks on separate nodes, one per node, over the network's transport (TCP: its
+  // socket buffers and fragments), as `tierzero bench calibrate --network` measures it (since issue 33; -1:
+  // not measured). The plan holds it, not `comm`, for a run across nodes.
+  double comm_between_nodes = -1;
   // oneDNN's kernels (JIT code) and the OpenMP threads' stacks while `products` distinct matrix products
   // ran once each (-1: not measured).
   double libraries = -1;

@@ -40,6 +40,10 @@ struct PlanInputs {
   ZeroOptions zero;
   OffloadOptions offload;
   int world = 1, rank = 0;
+  // The ranks on each node (0: unknown, planned as one node): a run across nodes holds the network
+  // transport's temporaries (MemoryLines::comm_between_nodes) where one node's hold its shared-memory
+  // transport's.
+  int ranks_per_node = 0;
   PerTier<std::size_t> budget = PerTier<std::size_t>(kUnlimited);  // bytes
   // What the rank holds outside its buffers: the data loader's tokens (data_loader_bytes, train/), and
   // what only a measurement can say (the hardware file's "memory"; not measured: lines of 0, said so).

@@ -45,10 +45,34 @@ std::vector<PlanLine> outside_lines(const MemoryPlan& p) {
                          " reduce-scatter pieces of --comm-piece-bytes"});
       // Measured at the calibrated piece size and at this world size (or on the line through two others:
       // Open MPI's shared-memory transport grows with the ranks). A run whose pieces (or whole reductions)
-      // are another size moves libnbc's part, twice a reduce-scatter piece per piece in flight, by the difference.
+      // are another size moves libnbc's part, twice a reduce-scatter piece per piece in flight, by the
+      // difference. Across nodes: the network transport's, measured one rank per node, plus the shared-memory
+      // transport's at the node's ranks when there are several (libnbc's part then counted in both: an upper
+      // bound).
       const double used = double(std::min(piece, std::max<std::size_t>(largest, 1)));
+      const int per_node = in.ranks_per_node > 0 ? std::min(in.ranks_per_node, in.world) : in.world;
+      const bool across = per_node < in.world;
       std::string how;
-      const double at = m.comm_at(in.world, &how);
+      double at = -1;
+      if (across && m.comm_between_nodes >= 0) {
+        at = m.comm_between_nodes;
+        how = "between nodes (bench calibrate --network, one rank per node)";
+        if (per_node > 1) {
+          std::string local;
+          const double shared = m.comm_at(per_node, &local);
+          if (shared >= 0) {
+            at += shared;
+            how += ", plus " + mib(shared) + " in a node (" + local +
+                   "; libnbc's part counted twice: an upper bound)";
+          } else {
+            how += "; in a node not measured";
+          }
+        }
+      } else {
+        at = m.comm_at(in.world, &how);
+        if (across && at >= 0)
+          how += " in one node; between nodes not measured (`tierzero bench calibrate --network`)";
+      }
       if (at >= 0) {
         const double moved = 2.0 * kReducingPiecesInFlight * (used - m.comm_piece_bytes);
         const double bytes = std::max(0.0, at + moved);

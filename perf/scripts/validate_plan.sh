@@ -8,8 +8,8 @@
 #   predicted step: `tierzero plan --hardware hw.json` (with --threads-per-rank where plan has it);
 #   measured step:  the median of steps 4-12 of a real `tierzero train` run with the same flags;
 #   predicted memory: what rank 0's plan holds, device + host, its buffers and the lines outside them with
-#                   the calibration's measured ones (`plan --json --rank 0 --hardware hw.json`; on the cpu
-#                   device both are host memory);
+#                   the calibration's measured ones (`plan --json --rank 0 --hardware hw.json`, its nodes as
+#                   the step's; on the cpu device both are host memory);
 #   measured memory: the growth of rank 0's peak resident set (VmHWM) over its resident set when train()
 #                   began, as train prints it (the kernel's count).
 # Prints one row per configuration, then the distribution of both errors. With BEFORE_TZ=an older tierzero
@@ -245,7 +245,8 @@ run() {  # run NAME WORLD THREADS MODEL_ARRAY_NAME FLAGS...   (WORLD "2h": 2 ran
   ((hosts == 2)) && grep -q '"network"' "$work/hw.json" && per_node=1  # 2 nodes at the network's measured rates
   predicted=$("$tz" plan --world "$world" "${flags[@]}" "${extra[@]}" --hardware "$work/hw.json" --ranks-per-node "$per_node" |
               awk '/^  step /{print $2}')
-  planned=$("$tz" plan --world "$world" --rank 0 "${flags[@]}" "${extra[@]}" --hardware "$work/hw.json" --json |
+  planned=$("$tz" plan --world "$world" --rank 0 "${flags[@]}" "${extra[@]}" --hardware "$work/hw.json" --json \
+              --ranks-per-node "$per_node" |
             /usr/bin/python3 -c "import json,sys; b=json.load(sys.stdin)['ranks'][0]['bytes']; print(b['device']+b['host'])")
   local launch=() rc=0 r step_ms=() grew_b=() g
   ((world > 1)) && launch=(mpirun -np "$world" --oversubscribe --bind-to none -x OMP_NUM_THREADS="$threads")

@@ -94,11 +94,14 @@ TEST(HardwareFile, TheMeasuredMemoryLinesRoundTripAndMalformedOnesAreRefused) {
   h.memory.libraries = 3e6;
   h.memory.products = 34;
   h.memory.heap = "tcmalloc";
+  h.memory.comm_between_nodes = 7.5e6;
   const Hardware back = Hardware::from_json(h.to_json(), "h.json");
   EXPECT_EQ(back.memory, h.memory);
   nlohmann::json old = h.to_json();  // a file from before the heap was recorded
   old["memory"].erase("heap_allocator");
   EXPECT_EQ(Hardware::from_json(old, "h.json").memory.heap, "");
+  old["memory"].erase("comm_between_nodes_bytes");  // a file from before the hosts' temporaries: not measured
+  EXPECT_EQ(Hardware::from_json(old, "h.json").memory.comm_between_nodes, -1);
   ASSERT_EQ(back.memory.comm.size(), 2u);
   EXPECT_EQ(back.memory.comm[0].ranks, 2);  // kept ascending
   struct Case {
@@ -106,19 +109,33 @@ TEST(HardwareFile, TheMeasuredMemoryLinesRoundTripAndMalformedOnesAreRefused) {
     const char* says;
   };
   for (const Case& c :
-       {Case{{{"comm_piece_bytes", 4194304}, {"comm_temporaries", 5}}, "'memory.comm_temporaries' must be a list"},
-        Case{{{"comm_piece_bytes", 4194304}, {"comm_temporaries", {{{"ranks", 2}}}}}, "must be {\"ranks\": N, \"bytes\": B}"},
-        Case{{{"comm_piece_bytes", 4194304}, {"comm_temporaries", {{{"ranks", 1}, {"bytes", 5}}}}}, "whole number of at least 2"},
-        Case{{{"comm_piece_bytes", 4194304}, {"comm_temporaries", {{{"ranks", 2.5}, {"bytes", 5}}}}}, "whole number of at least 2"},
-        Case{{{"comm_piece_bytes", 4194304}, {"comm_temporaries", {{{"ranks", 2}, {"bytes", -5}}}}}, "bytes -5 at 2 ranks"},
-        Case{{{"comm_piece_bytes", 4194304}, {"comm_temporaries", {{{"ranks", 2}, {"bytes", 1e300}}}}}, "bytes 1e+300 at 2 ranks"},
+       {Case{{{"comm_piece_bytes", 4194304}, {"comm_temporaries", 5}},
+             "'memory.comm_temporaries' must be a list"},
+        Case{{{"comm_piece_bytes", 4194304}, {"comm_temporaries", {{{"ranks", 2}}}}},
+             "must be {\"ranks\": N, \"bytes\": B}"},
+        Case{{{"comm_piece_bytes", 4194304}, {"comm_temporaries", {{{"ranks", 1}, {"bytes", 5}}}}},
+             "whole number of at least 2"},
+        Case{{{"comm_piece_bytes", 4194304}, {"comm_temporaries", {{{"ranks", 2.5}, {"bytes", 5}}}}},
+             "whole number of at least 2"},
+        Case{{{"comm_piece_bytes", 4194304}, {"comm_temporaries", {{{"ranks", 2}, {"bytes", -5}}}}},
+             "bytes -5 at 2 ranks"},
+        Case{{{"comm_piece_bytes", 4194304}, {"comm_temporaries", {{{"ranks", 2}, {"bytes", 1e300}}}}},
+             "bytes 1e+300 at 2 ranks"},
         Case{{{"comm_piece_bytes", 4194304},
               {"comm_temporaries", {{{"ranks", 2}, {"bytes", 5}}, {{"ranks", 2}, {"bytes", 6}}}}},
              "gives 2 ranks twice"},
         Case{{{"comm_temporaries", {{{"ranks", 2}, {"bytes", 5}}}}}, "needs the 'comm_piece_bytes'"},
         Case{{{"libraries_bytes", 5}}, "needs the 'libraries_products'"},
-        Case{{{"libraries_bytes", -2}, {"libraries_products", 3}}, "'memory.libraries_bytes' must be a number in [-1"},
-        Case{{{"libraries_products", 2.5}, {"libraries_bytes", 5}}, "'memory.libraries_products' must be a whole number"},
+        Case{{{"comm_between_nodes_bytes", 5}},
+             "'memory.comm_between_nodes_bytes' needs the 'comm_piece_bytes'"},
+        Case{{{"comm_piece_bytes", 4194304}, {"comm_between_nodes_bytes", -3}},
+             "'memory.comm_between_nodes_bytes' must be a number in [-1"},
+        Case{{{"comm_piece_bytes", 4194304}, {"comm_between_nodes_bytes", "5"}},
+             "'memory.comm_between_nodes_bytes' must be a number in [-1"},
+        Case{{{"libraries_bytes", -2}, {"libraries_products", 3}},
+             "'memory.libraries_bytes' must be a number in [-1"},
+        Case{{{"libraries_products", 2.5}, {"libraries_bytes", 5}},
+             "'memory.libraries_products' must be a whole number"},
         Case{{{"heap_allocator", 5}}, "'memory.heap_allocator' must be an allocator's name"},
         Case{{{"heap_allocator", "tc malloc; rm"}}, "'memory.heap_allocator' must be an allocator's name"},
         Case{5, "'memory' must be an object"}}) {

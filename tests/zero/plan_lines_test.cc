@@ -111,6 +111,46 @@ TEST(PlanLines, AnotherPieceSizeMovesTheTemporariesByTwicePerPieceInFlight) {
   EXPECT_EQ(m.count("communication staging"), 0u);
 }
 
+// Across nodes the network transport's temporaries, measured one rank per node, stand for the shared-memory
+// transport's; with several ranks on each node, both (an upper bound); not measured between nodes: the
+// node's figure at the world size, said so.
+TEST(PlanLines, AcrossNodesTheTemporariesMeasuredBetweenNodesAreHeld) {
+  PlanInputs in = gpt_tiny(2, 2);
+  in.zero.comm_piece_bytes = 64 << 10;
+  in.measured = measured();
+  in.measured.comm_between_nodes = 3 << 20;
+  auto line = [&](int world, int per_node) {
+    in.world = world;
+    in.ranks_per_node = per_node;
+    const MemoryPlan p = plan_memory(in);
+    EXPECT_GT(largest_reduction(p), in.zero.comm_piece_bytes)
+        << "the test needs a reduction of several pieces";
+    return lines(p)["communication temporaries"];
+  };
+  // One node (ranks per node unknown, or as many as the world): the node's measurement.
+  EXPECT_EQ(line(2, 0).bytes, std::size_t(10) << 20);
+  EXPECT_EQ(line(2, 2).bytes, std::size_t(10) << 20);
+  EXPECT_EQ(line(4, 8).bytes, std::size_t(18) << 20);
+  // Two nodes of one rank: the figure between nodes alone.
+  PlanLine l = line(2, 1);
+  EXPECT_EQ(l.bytes, std::size_t(3) << 20);
+  EXPECT_NE(l.source.find("between nodes (bench calibrate --network, one rank per node)"), std::string::npos)
+      << l.source;
+  EXPECT_EQ(line(4, 1).bytes, std::size_t(3) << 20);
+  // Two nodes of two ranks: between nodes plus the node's at 2 ranks.
+  l = line(4, 2);
+  EXPECT_EQ(l.bytes, std::size_t(13) << 20);
+  EXPECT_NE(l.source.find("plus 10.00 MiB in a node (measured at 2 ranks"), std::string::npos) << l.source;
+  // Not measured between nodes: the node's figure at the world size, and the plan says what to run.
+  in.measured.comm_between_nodes = -1;
+  l = line(4, 2);
+  EXPECT_EQ(l.bytes, std::size_t(18) << 20);
+  EXPECT_NE(l.source.find("between nodes not measured (`tierzero bench calibrate --network`)"),
+            std::string::npos)
+      << l.source;
+  EXPECT_EQ(line(4, 4).source.find("between nodes"), std::string::npos);
+}
+
 TEST(PlanLines, NcclBuffersAreADerivedDeviceLineAtTwoRanksOrMore) {
   PlanInputs in = gpt_tiny(2, 1);
   in.device = DeviceKind::cuda;

@@ -40,8 +40,24 @@ assert n["nodes"] == 2 and n["latency_us"] > 0, n
 assert all(n[k] > 0.001 for k in ("reduce_scatter_gbs", "all_gather_gbs", "all_reduce_gbs")), n
 assert abs(json.load(open(sys.argv[1]))["inter_gbs"] - n["all_reduce_gbs"]) < 1e-12
 PY
+# The transport's temporaries between the hosts: in the file as the log printed them, and in the plan's line
+# for a run across 2 nodes (on one node of 2 ranks, the one-process calibration has none: not measured).
+grew=$(grep -o 'communication temporaries [0-9.]* MiB per rank' "$W/net.log" | awk '{print $3}')
+[ -n "$grew" ] || tzc_fail "the log does not print the communication temporaries between the hosts"
+/usr/bin/python3 - "$W/hw.json" "$grew" <<'PY' || tzc_fail "the file's communication temporaries between nodes are not the log's $grew MiB"
+import json, sys
+m = json.load(open(sys.argv[1]))["memory"]
+assert m["comm_between_nodes_bytes"] >= 0 and m["comm_piece_bytes"] > 0, m
+assert abs(m["comm_between_nodes_bytes"] / 2**20 - float(sys.argv[2])) < 0.006, m
+PY
+line() {  # the plan's communication temporaries line at --ranks-per-node $1
+  "$TZC_TIERZERO" plan --model tiny --world 2 --ranks-per-node "$1" --hardware "$W/hw.json" 2>&1 | grep '(communication temporaries:'
+}
+line 1 | grep -q 'between nodes (bench calibrate --network, one rank per node)' ||
+  { line 1; tzc_fail "plan across 2 nodes does not hold the temporaries measured between them"; }
+line 2 | grep -q 'not measured' || { line 2; tzc_fail "plan on one node of 2 ranks used the temporaries between nodes"; }
 plan=$("$TZC_TIERZERO" plan --model tiny --world 2 --ranks-per-node 1 --hardware "$W/hw.json" 2>&1) ||
   { echo "$plan"; tzc_fail "plan across 2 nodes with the file exited with an error"; }
 grep -q 'predicted step (local, 2 nodes)' <<<"$plan" || { echo "$plan"; tzc_fail "plan did not time 2 nodes"; }
 tzc_log "$rx bytes crossed the veth to node1; $net"
-echo "PASS: bench calibrate --network across 2 simulated hosts (TCP) added their network rates to the file, which plan reads across 2 nodes"
+echo "PASS: bench calibrate --network across 2 simulated hosts (TCP) added their network rates and communication temporaries to the file, which plan reads across 2 nodes"
