@@ -14,7 +14,11 @@ namespace {
 std::string verify_block(const detail::IoRequest& r, std::uint64_t i) {
   const std::uint64_t at = i * r.block_size;
   try {
-    r.verify->after_read(r.first_block + i, r.buf + at, std::min<std::uint64_t>(r.block_size, r.bytes - at));
+    const std::size_t len = std::min<std::uint64_t>(r.block_size, r.bytes - at);
+    if (r.op == IoOp::read)
+      r.hooks->after_read(r.first_block + i, r.buf + at, len);
+    else
+      r.hooks->after_write(r.first_block + i, r.buf + at, len);
   } catch (const std::exception& e) {
     return e.what();
   }
@@ -28,7 +32,7 @@ std::string detail::await_verified(IoRequest& r) {
     const std::uint64_t p = r.progress.load(std::memory_order_acquire);
     const std::uint64_t landed = p & ~IoRequest::kClosed;
     // The first refusal ends the checks; the kernel may still be filling later blocks, so keep waiting.
-    for (; r.verify && refused.empty() && checked < landed; ++checked) refused = verify_block(r, checked);
+    for (; r.hooks && refused.empty() && checked < landed; ++checked) refused = verify_block(r, checked);
     if (p & IoRequest::kClosed) break;
     r.progress.wait(p, std::memory_order_acquire);  // until more blocks land or the engine lets go
   }

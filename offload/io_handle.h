@@ -21,8 +21,14 @@ const char* io_op_name(IoOp op);
 class BlockHooks {
  public:
   virtual ~BlockHooks() = default;
-  // On the engine's thread, before the block is submitted for writing.
+  // On the engine's thread, before the block is submitted for writing: cheap, it stays on the ring's path
+  // (NvmeStore marks the block unreadable until after_write records what landed).
   virtual void before_write(std::uint64_t block, const std::byte* data, std::size_t len) = 0;
+  // On the thread that waits for a write (as after_read for a read), block by block as they land, all
+  // before wait() returns: NvmeStore's checksum of what landed, taken off the engine's thread from the
+  // caller's buffer, which must not change until the write's wait returns. Called from several threads
+  // at once for different blocks.
+  virtual void after_write(std::uint64_t block, const std::byte* data, std::size_t len) = 0;
   // On the thread that waits for the extent (IoHandle::wait, or the destructor of a handle never
   // waited), block by block in order as they land (while the extent's later blocks are still moving,
   // and while each is likely still in cache), all before wait() returns: off the engine's thread, so
@@ -32,7 +38,7 @@ class BlockHooks {
 };
 
 namespace detail {
-// One submitted extent. The fields up to `verify` are set at submission and never change. The rest
+// One submitted extent. The fields up to `hooks` are set at submission and never change. The rest
 // other than `progress` belong to the engine thread until it sets kClosed there (release); the
 // waiter reads `failed` and `error` only after seeing it (acquire), and never writes them: the
 // engine may still read them until it forgets the request.
@@ -46,7 +52,8 @@ struct IoRequest {
   std::uint64_t first_block = 0;
   std::uint64_t nblocks = 0;
   std::size_t block_size = 0;
-  const BlockHooks* verify = nullptr;  // a read with checksums: after_read on every block, by the waiter
+  // With checksums: after_read (a read) or after_write (a write) on every block that landed, by the waiter.
+  BlockHooks* hooks = nullptr;
   std::uint64_t next = 0;      // next block to issue
   std::uint64_t inflight = 0;  // issued, not yet finished (in the kernel or resuming)
   std::uint64_t finished = 0;
@@ -59,7 +66,7 @@ struct IoRequest {
 };
 
 // Waits until the engine is done with the extent, verifying its blocks as they land; returns the
-// request's error, or else the first block (lowest offset) that `verify` refuses, or "" when every
+// request's error, or else the first block (lowest offset) that `hooks` refuses, or "" when every
 // block landed and passed. Runs on the caller's thread.
 std::string await_verified(IoRequest& r);
 }  // namespace detail

@@ -1,5 +1,6 @@
 // The NVMe tier of one rank (see nvme_store.h): per-run directory and preallocated files, striping,
-// and the per-block XXH3-64 checksums: taken on the I/O engine's thread, checked by each read's waiter.
+// and the per-block XXH3-64 checksums: taken by each write's waiter as its blocks land, checked by each
+// read's waiter.
 #include "offload/nvme_store.h"
 
 #include <fcntl.h>
@@ -186,10 +187,14 @@ IoHandle NvmeStore::read(std::uint64_t offset, void* dst, std::uint64_t bytes) {
   return engine_->submit(IoOp::read, offset, static_cast<std::byte*>(dst), bytes);
 }
 
-// Engine thread: the hash is taken from the caller's buffer as the block is submitted, so the table
-// describes exactly the bytes the kernel is asked to write. If that write then fails, its extent
-// fails, and a later read of the block fails its check rather than returning a torn block.
-void NvmeStore::before_write(std::uint64_t block, const std::byte* data, std::size_t len) {
+// Engine thread, as the block is submitted: it is not readable until its write has landed and its waiter
+// has recorded it (after_write). If the write fails, a later read of the block fails rather than return
+// a torn block.
+void NvmeStore::before_write(std::uint64_t block, const std::byte*, std::size_t) { hashed_len_[block] = 0; }
+
+// The write's waiter, as the block lands: the hash of the caller's buffer, which is what the kernel was
+// asked to write (the caller keeps it unchanged until the wait returns), taken off the engine's thread.
+void NvmeStore::after_write(std::uint64_t block, const std::byte* data, std::size_t len) {
   hash_[block] = XXH3_64bits(data, len);
   hashed_len_[block] = std::uint32_t(len);
 }
@@ -201,7 +206,9 @@ void NvmeStore::after_read(std::uint64_t block, const std::byte* data, std::size
     return detail::concat("block ", block, " (logical offset ", block * opt_.block_size, ", ", len,
                           " bytes) in ", *loc.path, " at offset ", loc.file_offset, ", rank ", opt_.rank);
   };
-  if (hashed_len_[block] == 0) TZ_FAIL("NVMe read of ", where(), ": the block was never written");
+  if (hashed_len_[block] == 0)
+    TZ_FAIL("NVMe read of ", where(),
+            ": the block was never written, or its last write failed or was not yet waited for");
   if (hashed_len_[block] != len)
     TZ_FAIL("NVMe read of ", where(), ": the block was written with ", hashed_len_[block],
             " bytes; a block is read back with the length it was written with");

@@ -96,6 +96,7 @@ class NvmeStore : private BlockHooks {
   static std::uint64_t round_up_u64(std::uint64_t n, std::uint64_t a) { return (n + a - 1) / a * a; }
   void check_extent(const char* op, std::uint64_t offset, std::uint64_t bytes) const;
   void before_write(std::uint64_t block, const std::byte* data, std::size_t len) override;
+  void after_write(std::uint64_t block, const std::byte* data, std::size_t len) override;
   void after_read(std::uint64_t block, const std::byte* data, std::size_t len) const override;
   void remove_files() noexcept;
 
@@ -106,9 +107,10 @@ class NvmeStore : private BlockHooks {
   std::vector<std::string> files_;  // likewise
   std::vector<std::string> lock_files_;  // <dir>.lock beside each folder (offload/store_lock.h)
   std::vector<FileDescriptor> locks_;    // held (flock) while the store lives
-  // Per logical block, written on the engine thread only (before_write), read by waiters (after_read;
-  // the extent's completion orders the two): XXH3-64 and the length hashed (0: never written). Sized
-  // once at construction: nothing allocates per step.
+  // Per logical block: the length marked 0 on the engine thread (before_write), then XXH3-64 and the length
+  // hashed written by the write's waiter (after_write), read by a read's waiters (after_read; each extent's
+  // completion and the caller's wait order them): 0, never written or not yet recorded. Sized once at
+  // construction: nothing allocates per step.
   std::vector<std::uint64_t> hash_;
   std::vector<std::uint32_t> hashed_len_;
   std::unique_ptr<UringEngine> engine_;

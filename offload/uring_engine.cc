@@ -112,7 +112,7 @@ IoHandle UringEngine::submit(IoOp op, std::uint64_t offset, std::byte* buf, std:
   r->first_block = offset / opt_.block_size;
   r->nblocks = (bytes + opt_.block_size - 1) / opt_.block_size;
   r->block_size = opt_.block_size;
-  if (op == IoOp::read) r->verify = opt_.hooks;
+  r->hooks = opt_.hooks;  // a read's blocks verified, a write's recorded, by the waiter
   if (bytes == 0) {
     r->progress.store(IoRequest::kClosed);
     return IoHandle(std::move(r));
@@ -193,12 +193,12 @@ void UringEngine::finish_if_done(IoRequest& r) {
 }
 
 // `block` of `r` has landed whole: raise the landed prefix, so that the waiter verifies it now rather
-// than after the whole extent. Only a read with a verifier has a reader of it, and the prefix moves
-// only when its lowest unfinished block lands; the others still unfinished are those in slots (in the
-// kernel or waiting to resume) and those not yet issued.
+// than after the whole extent (a write's: records it). Only an extent with hooks has a reader of it, and the
+// prefix moves only when its lowest unfinished block lands; the others still unfinished are those in slots
+// (in the kernel or waiting to resume) and those not yet issued.
 void UringEngine::publish_landed(IoRequest& r, std::uint64_t block) {
   const std::uint64_t prefix = r.progress.load(std::memory_order_relaxed);
-  if (!r.verify || block != r.first_block + prefix) return;
+  if (!r.hooks || block != r.first_block + prefix) return;
   std::uint64_t lowest = r.next;
   for (const Slot& sl : slots_)
     if (sl.req == &r && sl.block != block) lowest = std::min(lowest, sl.block - r.first_block);
@@ -245,10 +245,8 @@ void UringEngine::prep(std::uint32_t s) {
 // Gives every free slot its next block (oldest extent first) and writes SQEs for them and for
 // resumed blocks, as far as the SQ ring has room.
 void UringEngine::fill() {
-  // Writes are hashed (before_write) as they are issued: submit every ~512 KiB of hashed blocks rather
-  // than once at the end, or a drained queue would wait for the whole batch's checksums.
-  constexpr std::size_t kSubmitAfterHashing = std::size_t(512) << 10;
-  std::size_t hashed = 0;
+  // A write's block is only marked here (before_write); its checksum is its waiter's (after_write), so the
+  // ring is refilled without hashing anything.
   while (io_uring_sq_space_left(ring_.get()) > 0) {
     if (!resume_slots_.empty()) {
       std::uint32_t s = resume_slots_.back();
@@ -297,13 +295,8 @@ void UringEngine::fill() {
         finish_if_done(*r);
         continue;
       }
-      hashed += sl.len;
     }
     prep(s);
-    if (hashed >= kSubmitAfterHashing) {
-      submit_ring();
-      hashed = 0;
-    }
   }
 }
 

@@ -41,7 +41,8 @@ struct UringEngineOptions {
   // A block that completes with -EAGAIN, -EINTR or no usable progress this many times in a row
   // fails instead of spinning forever.
   int max_retries = 64;
-  BlockHooks* hooks = nullptr;  // io_handle.h: before_write here, after_read on the waiter's thread
+  BlockHooks* hooks =
+      nullptr;  // io_handle.h: before_write here, after_read and after_write on the waiter's thread
   CompletionFilter completion_filter;
 };
 
@@ -57,8 +58,9 @@ struct UringStats {
 // is cut into blocks; up to queue_depth blocks are in flight across all submitted extents, oldest
 // extent first. One engine thread drives the ring, so the caller overlaps I/O with compute by
 // submitting, working, then waiting. submit() may be called from any thread. A read's blocks are
-// verified (hooks->after_read) by whoever waits for it, as they land, never on the engine thread:
-// the ring is refilled as soon as blocks land, and waiters on different extents verify in parallel.
+// verified (hooks->after_read), and a write's recorded (hooks->after_write: the store's checksums), by
+// whoever waits for it, as they land, never on the engine thread: the ring is refilled as soon as
+// blocks land, and waiters on different extents hash in parallel.
 //
 // Kernel conventions kept: res < 0 is -errno. Short transfers are resumed from the last 4 KiB
 // boundary reached (O_DIRECT needs the resumed offset aligned; re-transferring a partial sector is

@@ -23,6 +23,10 @@ class RecordingHooks : public BlockHooks {
  public:
   explicit RecordingHooks(std::uint64_t refuse = ~std::uint64_t(0)) : refuse_(refuse) {}
   void before_write(std::uint64_t, const std::byte*, std::size_t) override {}
+  void after_write(std::uint64_t block, const std::byte*, std::size_t len) override {
+    std::lock_guard lk(mu_);
+    written_.push_back({block, len, std::this_thread::get_id()});
+  }
   void after_read(std::uint64_t block, const std::byte*, std::size_t len) const override {
     std::lock_guard lk(mu_);
     seen_.push_back({block, len, std::this_thread::get_id()});
@@ -37,15 +41,20 @@ class RecordingHooks : public BlockHooks {
     std::lock_guard lk(mu_);
     return seen_;
   }
+  std::vector<Seen> written() const {
+    std::lock_guard lk(mu_);
+    return written_;
+  }
 
  private:
   std::uint64_t refuse_;
   mutable std::mutex mu_;
   mutable std::vector<Seen> seen_;
+  std::vector<Seen> written_;
 };
 
 // A read of `bytes` at block `first` in blocks of 64 KiB that has landed (done) with verification.
-std::shared_ptr<detail::IoRequest> landed_read(const BlockHooks* hooks, std::uint64_t first, std::uint64_t bytes) {
+std::shared_ptr<detail::IoRequest> landed_read(BlockHooks* hooks, std::uint64_t first, std::uint64_t bytes) {
   auto r = std::make_shared<detail::IoRequest>();
   r->op = IoOp::read;
   r->block_size = 64 * 1024;
@@ -53,7 +62,7 @@ std::shared_ptr<detail::IoRequest> landed_read(const BlockHooks* hooks, std::uin
   r->offset = first * r->block_size;
   r->bytes = bytes;
   r->nblocks = (bytes + r->block_size - 1) / r->block_size;
-  r->verify = hooks;
+  r->hooks = hooks;
   r->closed = true;
   r->progress.store(r->nblocks | detail::IoRequest::kClosed);
   return r;
@@ -74,6 +83,45 @@ TEST(IoHandle, WaitVerifiesEveryBlockOnTheWaitingThreadWithItsLength) {
   EXPECT_EQ(seen[3].len, 4096u);
   h.wait();  // a second wait() is a no-op: nothing is verified twice
   EXPECT_EQ(hooks.seen().size(), 4u);
+}
+
+// A write's blocks are recorded (after_write, the store's checksums) by its waiter as they land, each once,
+// and only those that landed: never after_read.
+TEST(IoHandle, AWritesWaiterRecordsTheBlocksThatLandedOnItsOwnThread) {
+  RecordingHooks hooks;
+  auto r = landed_read(&hooks, 3, 3 * 64 * 1024 + 8192);
+  r->op = IoOp::write;
+  IoHandle h(r);
+  h.wait();
+  auto written = hooks.written();
+  ASSERT_EQ(written.size(), 4u);
+  for (std::uint64_t i = 0; i < 4; ++i) {
+    EXPECT_EQ(written[i].block, 3 + i);
+    EXPECT_EQ(written[i].thread, std::this_thread::get_id());
+  }
+  EXPECT_EQ(written[3].len, 8192u);
+  EXPECT_TRUE(hooks.seen().empty());
+  h.wait();
+  EXPECT_EQ(hooks.written().size(), 4u);
+  // A write that failed after its first 2 blocks landed: those 2 recorded, the engine's error reported.
+  RecordingHooks failed_hooks;
+  auto f = landed_read(&failed_hooks, 0, 4 * 64 * 1024);
+  f->op = IoOp::write;
+  f->failed = true;
+  f->error = "NVMe write failed: errno 28";
+  f->progress.store(2 | detail::IoRequest::kClosed);
+  IoHandle fh(std::move(f));
+  EXPECT_EQ(tz::testing::error_message([&] { fh.wait(); }), "NVMe write failed: errno 28");
+  ASSERT_EQ(failed_hooks.written().size(), 2u);
+  EXPECT_EQ(failed_hooks.written()[1].block, 1u);
+  // A write never waited records its blocks before the handle lets the buffer go.
+  RecordingHooks dropped_hooks;
+  {
+    auto d = landed_read(&dropped_hooks, 0, 2 * 64 * 1024);
+    d->op = IoOp::write;
+    IoHandle dh(std::move(d));
+  }
+  EXPECT_EQ(dropped_hooks.written().size(), 2u);
 }
 
 TEST(IoHandle, ARefusedBlockFailsTheWaitWithTheVerifiersMessage) {

@@ -173,6 +173,35 @@ TEST_F(NvmeStoreTest, AnInjectedReadErrorFailsTheReadWithPathOffsetAndErrno) {
   EXPECT_EQ(std::memcmp(src.data(), dst.data(), src.bytes()), 0);
 }
 
+// A write that fails leaves its blocks unreadable (no stale checksum passes a torn block), and a good write
+// of them makes them readable again; the checksum is of what landed, so the caller may reuse its buffer once
+// the wait returns.
+TEST_F(NvmeStoreTest, ABlockWhoseWriteFailedIsRefusedUntilItIsWrittenAgain) {
+  std::atomic<bool> inject{false};
+  auto o = options(1, 4 * MiB, 64 * KiB, 4);
+  o.completion_filter = [&](const CompletionInfo& c, int res) {
+    return inject && c.op == IoOp::write && c.file_offset == 2 * 64 * KiB ? -EIO : res;
+  };
+  NvmeStore store(std::move(o));
+  AlignedBuffer src(256 * KiB), dst(256 * KiB);
+  test::fill_random(src.data(), src.bytes(), 21);
+  store.write_sync(0, src.data(), src.bytes());  // every block written once, good
+  inject = true;
+  test::fill_random(src.data(), src.bytes(), 22);
+  std::string msg = test::error_message([&] { store.write_sync(0, src.data(), src.bytes()); });
+  EXPECT_NE(msg.find("NVMe write failed"), std::string::npos) << msg;
+  inject = false;
+  msg = test::error_message([&] { store.read_sync(2 * 64 * KiB, dst.data(), 64 * KiB); });
+  EXPECT_NE(msg.find("block 2 "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("its last write failed or was not yet waited for"), std::string::npos) << msg;
+  store.write_sync(0, src.data(), src.bytes());
+  AlignedBuffer kept(256 * KiB);
+  std::memcpy(kept.data(), src.data(), src.bytes());
+  test::fill_random(src.data(), src.bytes(), 23);  // the caller reuses its buffer after the wait
+  store.read_sync(0, dst.data(), dst.bytes());
+  EXPECT_EQ(std::memcmp(kept.data(), dst.data(), dst.bytes()), 0);
+}
+
 // ---------------------------------------------------------------- checksums
 
 // Corrupts one byte of the block at logical `offset`, behind the store's back, through an ordinary

@@ -168,9 +168,11 @@ TEST_F(UringEngineTest, ManyExtentsInFlightAtOnceShareTheQueueAndAllArriveIntact
 // Counts the blocks its waiters verified.
 class CountingHooks : public BlockHooks {
  public:
-  void before_write(std::uint64_t, const std::byte*, std::size_t) override {}
+  void before_write(std::uint64_t, const std::byte*, std::size_t) override { ++marked; }
+  void after_write(std::uint64_t, const std::byte*, std::size_t) override { ++recorded; }
   void after_read(std::uint64_t, const std::byte*, std::size_t) const override { ++verified; }
   mutable std::atomic<int> verified{0};
+  std::atomic<int> marked{0}, recorded{0};
 };
 
 TEST_F(UringEngineTest, AReadsWaiterVerifiesItsBlocksAsTheyLandNotAfterTheWholeExtent) {
@@ -197,6 +199,8 @@ TEST_F(UringEngineTest, AReadsWaiterVerifiesItsBlocksAsTheyLandNotAfterTheWholeE
   e->submit(IoOp::read, 0, dst.data(), dst.bytes()).wait();
   EXPECT_TRUE(seven_verified_before_the_last_landed);
   EXPECT_EQ(hooks.verified.load(), 8);
+  EXPECT_EQ(hooks.marked.load(), 8);  // the write's 8 blocks: marked by the engine, recorded by the waiter
+  EXPECT_EQ(hooks.recorded.load(), 8);
   EXPECT_EQ(std::memcmp(src.data(), dst.data(), src.bytes()), 0);
 }
 
