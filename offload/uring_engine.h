@@ -41,8 +41,8 @@ struct UringEngineOptions {
   // A block that completes with -EAGAIN, -EINTR or no usable progress this many times in a row
   // fails instead of spinning forever.
   int max_retries = 64;
-  BlockHooks* hooks =
-      nullptr;  // io_handle.h: before_write here, after_read and after_write on the waiter's thread
+  // io_handle.h: before_write here, after_read and after_write on the waiter's thread.
+  BlockHooks* hooks = nullptr;
   CompletionFilter completion_filter;
 };
 

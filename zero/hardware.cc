@@ -407,8 +407,8 @@ Hardware Hardware::from_json(const nlohmann::json& j, const std::string& src) {
     };
     h.memory.comm_piece_bytes = field("comm_piece_bytes", 0, kMaxBytes, true);
     h.memory.libraries = field("libraries_bytes", -1, kMaxBytes, false);
-    h.memory.comm_between_nodes =
-        field("comm_between_nodes_bytes", -1, kMaxBytes, false);  // since issue 33's hosts
+    // Since the temporaries between nodes (issue 33); -1 or absent: not measured.
+    h.memory.comm_between_nodes = field("comm_between_nodes_bytes", -1, kMaxBytes, false);
     h.memory.products = int(field("libraries_products", 0, 1 << 20, true));
     if (m.contains("heap_allocator")) {
       const nlohmann::json& a = m["heap_allocator"];
