@@ -406,8 +406,7 @@ int bench_calibrate(const std::vector<std::string>& args) {
     const std::size_t piece = ZeroOptions{}.comm_piece_bytes;
     const double between = measure_comm_temporaries(*comm, piece);
     if (between >= 0) {
-      if (h.memory.comm_piece_bytes != double(piece)) h.memory.comm.clear();  // measured at other pieces
-      h.memory.comm_piece_bytes = double(piece);
+      h.memory.set_comm_piece_bytes(double(piece));
       h.memory.comm_between_nodes = between;
     }
     h.network = measure_collective_rates(dynamic_cast<MpiCommunicator&>(*comm));
@@ -425,8 +424,7 @@ int bench_calibrate(const std::vector<std::string>& args) {
     h = load_hardware(out);  // on every rank before measuring: a malformed file fails them alike
     const MemoryLines m = measure_memory_lines(o, comm.get());
     if (!m.comm.empty()) {
-      if (h.memory.comm_piece_bytes != m.comm_piece_bytes) h.memory.comm.clear();  // measured at other pieces
-      h.memory.comm_piece_bytes = m.comm_piece_bytes;
+      h.memory.set_comm_piece_bytes(m.comm_piece_bytes);
       for (const CommTemporaries& c : m.comm) h.memory.add_comm(c.ranks, c.bytes);
     }
     h.memory.libraries = m.libraries;

@@ -205,6 +205,14 @@ void MemoryLines::add_comm(int ranks, double bytes) {
     comm.insert(it, {ranks, bytes});
 }
 
+void MemoryLines::set_comm_piece_bytes(double piece) {
+  if (comm_piece_bytes != piece) {
+    comm.clear();
+    comm_between_nodes = -1;
+  }
+  comm_piece_bytes = piece;
+}
+
 double MemoryLines::comm_at(int ranks, std::string* how) const {
   auto say = [&](std::string s) {
     if (how) *how = std::move(s);

@@ -55,6 +55,9 @@ struct MemoryLines {
   // `how` says which.
   double comm_at(int ranks, std::string* how = nullptr) const;
   void add_comm(int ranks, double bytes);  // replaces a measurement at the same size
+  // The communication lines (in a node and between nodes) are now measured at pieces of `piece` bytes:
+  // those measured at another size are dropped.
+  void set_comm_piece_bytes(double piece);
 };
 
 // The collectives between nodes as `tierzero bench calibrate --network` measures them (since issue 33; the

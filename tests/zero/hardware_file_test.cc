@@ -147,6 +147,23 @@ TEST(HardwareFile, TheMeasuredMemoryLinesRoundTripAndMalformedOnesAreRefused) {
   }
 }
 
+// A measurement at another piece size replaces the communication lines measured at the old one, in a node
+// and between nodes alike; at the same size they stay.
+TEST(HardwareFile, CommunicationLinesAtAnotherPieceSizeAreDropped) {
+  MemoryLines m;
+  m.set_comm_piece_bytes(4 << 20);
+  m.add_comm(2, 10e6);
+  m.comm_between_nodes = 3e6;
+  m.set_comm_piece_bytes(4 << 20);
+  ASSERT_EQ(m.comm.size(), 1u);
+  EXPECT_EQ(m.comm[0].bytes, 10e6);
+  EXPECT_EQ(m.comm_between_nodes, 3e6);
+  m.set_comm_piece_bytes(1 << 20);
+  EXPECT_TRUE(m.comm.empty());
+  EXPECT_EQ(m.comm_between_nodes, -1);
+  EXPECT_EQ(m.comm_piece_bytes, double(1 << 20));
+}
+
 TEST(HardwareFile, CommunicationTemporariesAtAWorldSizeComeFromTheNearestMeasurements) {
   MemoryLines m;
   EXPECT_EQ(m.comm_at(2), -1);  // not measured
