@@ -66,6 +66,8 @@ set_=${4:-tuning}
 tolerance=${TZ_VALIDATE_MEMORY_TOLERANCE:-}
 runs=${TZ_VALIDATE_RUNS:-1}
 [[ "$runs" =~ ^[1-9]$ ]] || { echo "validate_plan.sh: TZ_VALIDATE_RUNS must be 1 to 9, not '$runs'" >&2; exit 2; }
+[ -z "${TZ_VALIDATE_DISK_BPS:-}" ] || [[ "$TZ_VALIDATE_DISK_BPS" =~ ^[1-9][0-9]*$ ]] ||
+  { echo "validate_plan.sh: TZ_VALIDATE_DISK_BPS must be a whole number of bytes per second, not '$TZ_VALIDATE_DISK_BPS'" >&2; exit 2; }
 [ -z "$tolerance" ] || [[ "$tolerance" =~ ^0?\.[0-9]+$ ]] ||
   { echo "validate_plan.sh: TZ_VALIDATE_MEMORY_TOLERANCE must be a fraction below 1 (0.05), not '$tolerance'" >&2; exit 2; }
 root=$(cd "$(dirname "$0")/../.." && pwd)
@@ -90,18 +92,20 @@ done
 tz=$(cd "$build" && pwd)/launch/tierzero
 mkdir -p "$work/nvme"
 if [ -n "${TZ_VALIDATE_DISK_BPS:-}" ]; then
-  [[ "$TZ_VALIDATE_DISK_BPS" =~ ^[1-9][0-9]*$ ]] ||
-    { echo "validate_plan.sh: TZ_VALIDATE_DISK_BPS must be a whole number of bytes per second, not '$TZ_VALIDATE_DISK_BPS'" >&2; exit 2; }
   dev=$(df --output=source "$work/nvme" | tail -1)
   disk=$(lsblk -no PKNAME "$dev" 2>/dev/null | head -1)
   majmin=$(lsblk -dno MAJ:MIN "${disk:+/dev/$disk}${disk:-$dev}" 2>/dev/null | tr -d ' ')
   cg=/sys/fs/cgroup/blkio/tz-validate-$$
   [ -n "$majmin" ] && mkdir -p "$cg" 2>/dev/null ||
     { echo "validate_plan.sh: TZ_VALIDATE_DISK_BPS needs cgroup v1 blkio at /sys/fs/cgroup/blkio (as root) and a block device under $work/nvme ('$dev')" >&2; exit 2; }
+  # Out of the cgroup and the cgroup removed on every exit, a failed setting below and SIGINT or SIGTERM
+  # included (bash runs an EXIT trap on a signal only when the signal is trapped).
+  trap 'echo $$ > /sys/fs/cgroup/blkio/cgroup.procs 2>/dev/null; rmdir "$cg" 2>/dev/null || true' EXIT
+  trap 'exit 130' INT
+  trap 'exit 143' TERM
   echo "$majmin $TZ_VALIDATE_DISK_BPS" > "$cg/blkio.throttle.read_bps_device"
   echo "$majmin $TZ_VALIDATE_DISK_BPS" > "$cg/blkio.throttle.write_bps_device"
   echo $$ > "$cg/cgroup.procs"
-  trap 'echo $$ > /sys/fs/cgroup/blkio/cgroup.procs; rmdir "$cg" 2>/dev/null || true' EXIT
   echo "disk: $majmin ($dev) capped at $TZ_VALIDATE_DISK_BPS bytes/s each way (blkio cgroup $cg)"
 fi
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
